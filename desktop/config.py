@@ -76,7 +76,10 @@ class Settings:
 
     def to_toml(self) -> str:
         """Render as TOML (flat scalar keys only, so a tiny writer suffices)."""
-        lines = [f"# Longdoc settings (version {SETTINGS_VERSION})", f"version = {SETTINGS_VERSION}"]
+        lines = [
+            f"# Longdoc settings (version {SETTINGS_VERSION})",
+            f"version = {SETTINGS_VERSION}",
+        ]
         for f in fields(self):
             lines.append(f"{f.name} = {_toml_value(getattr(self, f.name))}")
         return "\n".join(lines) + "\n"
@@ -108,9 +111,17 @@ def load_settings(path: Path | None = None, *, env: bool = True) -> Settings:
     """Read ``longdoc.toml`` (missing is fine) and apply environment overrides."""
     path = path or config_path()
     settings = Settings()
-    types = {"endpoint": str, "model": str, "api_key": str, "thinking": bool,
-             "answer_reserve": int, "min_prefill_rate": int, "profile": str,
-             "container_runtime": str, "keep_server_running": bool}
+    types = {
+        "endpoint": str,
+        "model": str,
+        "api_key": str,
+        "thinking": bool,
+        "answer_reserve": int,
+        "min_prefill_rate": int,
+        "profile": str,
+        "container_runtime": str,
+        "keep_server_running": bool,
+    }
     if path.exists():
         try:
             raw = tomllib.loads(path.read_text(encoding="utf-8"))

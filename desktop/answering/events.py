@@ -1,8 +1,24 @@
-"""Typed events yielded by the streaming client; the CLI and the GUI consume the same stream."""
+"""Typed events yielded while answering; the CLI and the GUI consume the same stream."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from desktop.store.db import StoredAnswer
+
+
+@dataclass(frozen=True)
+class Sent:
+    """The request is on its way; the server now prefills ``prompt_tokens`` tokens."""
+
+    prompt_tokens: int
+    context_length: int
+    max_tokens: int
+    model: str
+    first_page: int
+    last_page: int
+    page_count: int
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -30,14 +46,6 @@ class Usage:
 
 
 @dataclass(frozen=True)
-class Waiting:
-    """Sent once the request is accepted and again while waiting for the first token."""
-
-    elapsed_s: float
-    prompt_tokens: int
-
-
-@dataclass(frozen=True)
 class Finished:
     """The stream ended normally."""
 
@@ -46,4 +54,13 @@ class Finished:
     total_s: float
 
 
-Event = ReasoningDelta | AnswerDelta | Usage | Waiting | Finished
+@dataclass(frozen=True)
+class Stored:
+    """The final answer as saved (or found) in the store; always the last event."""
+
+    answer: StoredAnswer
+    from_cache: bool
+
+
+StreamEvent = ReasoningDelta | AnswerDelta | Usage | Finished
+Event = Sent | StreamEvent | Stored

@@ -6,6 +6,7 @@ the question or settings, so every question about the same pages shares it byte 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 
@@ -13,6 +14,20 @@ from desktop.documents.model import Page
 
 DOCUMENT_OPEN = "<document>"
 DOCUMENT_CLOSE = "</document>"
+
+
+# Qwen3.5's special tokens written out as text (e.g. "<|im_end|>", "<think>"). A server's
+# Hugging Face tokenizer would read them inside a document as real control tokens: a
+# document could end the system turn or fake a reply. A zero-width space after "<" keeps
+# them visible but ordinary, and makes our token count agree with the server's.
+_SPECIAL_LOOKALIKE = re.compile(
+    r"<(?=\|[a-z_0-9]+\|>|/?(?:think|tool_call|tool_response|tts_pad|tts_text_\w+)>)"
+)
+
+
+def neutralize(text: str) -> str:
+    """Defuse special-token look-alikes in document text."""
+    return _SPECIAL_LOOKALIKE.sub("<\u200b", text) if "<" in text else text
 
 
 def anchor(page: Page, ambiguous: bool = False) -> str:
@@ -25,10 +40,10 @@ def anchor(page: Page, ambiguous: bool = False) -> str:
 def document_block(title: str, pages: Sequence[Page]) -> str:
     """The whole document as one block: title line, then every page behind its anchor."""
     counts = Counter(p.label for p in pages)
-    parts = [DOCUMENT_OPEN, f"Title: {title}" if title else "Title: (untitled)"]
+    parts = [DOCUMENT_OPEN, f"Title: {neutralize(title)}" if title else "Title: (untitled)"]
     for page in pages:
         parts.append(anchor(page, counts[page.label] > 1))
-        text = page.text.strip()
+        text = neutralize(page.text.strip())
         parts.append(text if text else "(no text on this page)")
     parts.append(DOCUMENT_CLOSE)
     return "\n".join(parts)

@@ -1,0 +1,50 @@
+# Quick start: `make run` sets up and opens the app; `make test` sets up and runs every check.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: run test lint typecheck pytest bench screenshots fake-server clean
+
+run: $(VENV)/.run-installed
+	$(BIN)/longdoc
+
+test: $(VENV)/.test-installed lint typecheck pytest
+
+lint: $(VENV)/.test-installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.test-installed
+	$(BIN)/mypy
+
+pytest: $(VENV)/.test-installed
+	QT_QPA_PLATFORM=offscreen $(BIN)/pytest
+
+bench: $(VENV)/.test-installed
+	$(BIN)/python bench/bench_ingest.py
+	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_ui_stream.py
+
+screenshots: $(VENV)/.test-installed
+	QT_QPA_PLATFORM=offscreen $(BIN)/python packaging/screenshots.py --out screenshots
+
+# An SGLang-compatible server on loopback, to try the app without a GPU.
+fake-server: $(VENV)/.test-installed
+	$(BIN)/python -m tests.support.sglang_server --port 30000 --api-key longdoc-dev \
+	  --startup-delay 2 --log-stages --token-delay 0.02
+
+$(VENV)/bin/python:
+	bash packaging/install-system-deps.sh run
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.run-installed: pyproject.toml $(VENV)/bin/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.test-installed: pyproject.toml $(VENV)/bin/python
+	bash packaging/install-system-deps.sh test
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@ $(VENV)/.run-installed
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,405 @@
+"""Streaming chat client over the ``openai`` package, liberal in what it accepts.
+
+Copes with SGLang 0.5.9 and 0.5.23 and with other OpenAI-compatible servers: reasoning in
+``reasoning_content`` or ``reasoning``, usage with or without ``prompt_tokens_details``,
+errors flat, nested or as ``{"detail": ...}``, an error event inside an HTTP 200 stream,
+and a stream without ``[DONE]``. Every failure becomes one typed error from
+``desktop.errors`` with one clear sentence.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2
+import openai
+
+from desktop.answering.events import AnswerDelta, Finished, ReasoningDelta, StreamEvent, Usage
+from desktop.errors import (
+    AuthenticationFailed,
+    Cancelled,
+    ContextTooLong,
+    LongdocError,
+    ServerError,
+    ServerLoading,
+    ServerUnreachable,
+    StreamBroken,
+)
+
+log = logging.getLogger("longdoc.client")
+
+CONNECT_TIMEOUT_S = 5.0
+# Short calls (models, tokenize) must fail fast when the server is down or wedged.
+INFO_TIMEOUT_S = 15.0
+# Between two chunks once tokens flow: generation never pauses this long on a live server.
+INTER_CHUNK_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """A model the server serves and its context length (None if the server does not say)."""
+
+    id: str
+    max_model_len: int | None
+
+
+def _base(url: str) -> str:
+    """Normalise an endpoint to the ``.../v1`` base the openai package wants."""
+    url = url.rstrip("/")
+    return url if url.endswith("/v1") else url + "/v1"
+
+
+def first_token_timeout(prompt_tokens: int, min_prefill_rate: int) -> float:
+    """Seconds to wait for the first token: a slow GPU's prefill time plus a margin."""
+    return 60.0 + prompt_tokens / max(min_prefill_rate, 1)
+
+
+def _error_message(body: Any) -> str:
+    """The message inside any of the error body shapes servers send."""
+    if isinstance(body, dict):
+        for key in ("error", "detail", "message"):
+            inner = body.get(key)
+            if isinstance(inner, dict):
+                return _error_message(inner)
+            if isinstance(inner, str) and inner:
+                return inner
+            if isinstance(inner, list) and inner:  # FastAPI validation errors
+                return "; ".join(
+                    str(i.get("msg", i)) if isinstance(i, dict) else str(i) for i in inner
+                )
+    if isinstance(body, str):
+        try:
+            return _error_message(json.loads(body))
+        except ValueError:
+            return body.strip()
+    return ""
+
+
+def _is_context_error(message: str) -> bool:
+    text = message.lower()
+    return (
+        "context length" in text
+        or "maximum context" in text
+        or "exceeds the maximum allowed length" in text
+    )
+
+
+class ChatClient:
+    """One server endpoint: model listing, token counting, streamed answers."""
+
+    def __init__(self, url: str, api_key: str) -> None:
+        self.url = url.rstrip("/")
+        self.base_url = _base(url)
+        self.api_key = api_key
+        self._client = openai.OpenAI(
+            base_url=self.base_url,
+            # SGLang without --api-key accepts anything; openai insists on a value.
+            api_key=api_key or "none",
+            # A server that is down must be reported at once, not after retries.
+            max_retries=0,
+            timeout=httpx2.Timeout(INFO_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
+        )
+
+    def close(self) -> None:
+        """Release the HTTP connection pool."""
+        self._client.close()
+
+    # --- errors --------------------------------------------------------------------
+
+    def _translate(self, exc: Exception) -> LongdocError:
+        where = self.url
+        if isinstance(exc, openai.APITimeoutError):
+            return ServerUnreachable(f"The server at {where} did not answer in time.")
+        if isinstance(exc, openai.APIConnectionError):
+            return ServerUnreachable(
+                f"Cannot reach the server at {where}: is it running? "
+                "Start it with `longdoc server start` or check the endpoint."
+            )
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            message = _error_message(exc.body) or _error_message(exc.response.text) or str(exc)
+            if status in (401, 403):
+                return AuthenticationFailed(
+                    f"The server at {where} refused the API key ({status}); check api_key in "
+                    "longdoc.toml or LONGDOC_API_KEY."
+                )
+            if status == 503:
+                return ServerLoading(
+                    f"The server at {where} is still loading the model (503); "
+                    "try again when `longdoc server status` says ready."
+                )
+            if status == 404:
+                return ServerError(f"The server at {where} does not know this request: {message}")
+            if _is_context_error(message):
+                return ContextTooLong(f"The server rejected the prompt as too long: {message}")
+            return ServerError(f"The server at {where} answered {status}: {message}")
+        if isinstance(exc, openai.APIError):
+            message = _error_message(exc.body) or exc.message
+            if _is_context_error(message):
+                return ContextTooLong(f"The server rejected the prompt as too long: {message}")
+            return StreamBroken(f"The server at {where} broke off the answer: {message}")
+        return ServerError(f"Unexpected failure talking to {where}: {exc}")
+
+    # --- info ----------------------------------------------------------------------
+
+    def models(self) -> list[ModelInfo]:
+        """The models the server lists, with ``max_model_len`` when it reports one."""
+        try:
+            page = self._client.models.list()
+        except openai.OpenAIError as exc:
+            raise self._translate(exc) from exc
+        result = []
+        for card in page.data:
+            extra = card.model_extra or {}
+            length = extra.get("max_model_len") or extra.get("context_length")
+            result.append(ModelInfo(card.id, int(length) if isinstance(length, int) else None))
+        return result
+
+    def server_info(self) -> dict[str, Any]:
+        """SGLang's ``/server_info`` (resolved args, ``max_req_input_len``); {} if absent."""
+        request = urllib.request.Request(
+            self.url.removesuffix("/v1") + "/server_info",
+            headers={"Authorization": f"Bearer {self.api_key}"} if self.api_key else {},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=INFO_TIMEOUT_S) as response:
+                data = json.loads(response.read())
+        except (urllib.error.URLError, OSError, ValueError):
+            return {}  # optional: other servers do not have it
+        return data if isinstance(data, dict) else {}
+
+    def count_tokens(
+        self, messages: list[dict[str, str]], model: str, thinking: bool
+    ) -> int | None:
+        """The server's own count of the rendered prompt, or None if it cannot say."""
+        try:
+            data = self._client.post(
+                "/tokenize",
+                body={
+                    "model": model,
+                    "messages": messages,
+                    "chat_template_kwargs": {"enable_thinking": thinking},
+                    "add_generation_prompt": True,
+                },
+                cast_to=object,
+            )
+        except openai.OpenAIError:
+            return None  # older SGLang accepts only "prompt"; the local count stands
+        count = data.get("count") if isinstance(data, dict) else None
+        return count if isinstance(count, int) else None
+
+    # --- streaming -----------------------------------------------------------------
+
+    def stream(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        model: str,
+        max_tokens: int,
+        thinking: bool,
+        first_token_timeout_s: float,
+        cancel: threading.Event | None = None,
+    ) -> StreamingAnswer:
+        """Start a streamed answer; iterate the result for events, ``cancel()`` to stop."""
+        return StreamingAnswer(
+            self,
+            messages,
+            model,
+            max_tokens,
+            thinking,
+            first_token_timeout_s,
+            cancel or threading.Event(),
+        )
+
+    def abort(self, rid: str) -> None:
+        """Ask SGLang to drop a request now (closing the stream alone takes ~2-4 s)."""
+        request = urllib.request.Request(
+            self.url.removesuffix("/v1") + "/abort_request",
+            data=json.dumps({"rid": rid}).encode(),
+            headers={
+                "Content-Type": "application/json",
+                **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}),
+            },
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=3):
+                pass
+        except (urllib.error.URLError, OSError):
+            pass  # not SGLang, or already gone: closing the stream aborts it anyway
+
+
+class StreamingAnswer:
+    """An answer being streamed; iterate for events. Thread-safe ``cancel()``."""
+
+    def __init__(
+        self,
+        client: ChatClient,
+        messages: list[dict[str, str]],
+        model: str,
+        max_tokens: int,
+        thinking: bool,
+        first_token_timeout_s: float,
+        cancel: threading.Event,
+    ) -> None:
+        self.client = client
+        self.messages = messages
+        self.model = model
+        self.max_tokens = max_tokens
+        self.thinking = thinking
+        self.first_token_timeout_s = first_token_timeout_s
+        self.cancelled = cancel
+        self.rid = uuid.uuid4().hex
+        self._stream: openai.Stream[Any] | None = None
+        self._lock = threading.Lock()
+        # The read timeout covers the silent prefill before the first chunk.
+        self._http = httpx2.Client(
+            timeout=httpx2.Timeout(
+                max(first_token_timeout_s, INTER_CHUNK_TIMEOUT_S), connect=CONNECT_TIMEOUT_S
+            )
+        )
+        self._openai = client._client.with_options(http_client=self._http)
+
+    def cancel(self) -> None:
+        """Stop: close the connection (unblocks a pending read) and abort on the server."""
+        self.cancelled.set()
+        with self._lock:
+            stream = self._stream
+        try:
+            if stream is not None:
+                stream.close()
+            # Newer SGLang sends the response headers only after prefill, so there may be
+            # no stream yet: closing this request's own HTTP client drops the socket.
+            self._http.close()
+        except Exception:
+            log.debug("closing the stream failed", exc_info=True)
+        threading.Thread(target=self.client.abort, args=(self.rid,), daemon=True).start()
+
+    def _watch(self, done: threading.Event) -> None:
+        while not done.is_set():
+            if self.cancelled.wait(0.05):
+                if not done.is_set():
+                    self.cancel()
+                return
+
+    def __iter__(self) -> Iterator[StreamEvent]:
+        start = time.monotonic()
+        if self.cancelled.is_set():
+            raise Cancelled()
+        done = threading.Event()
+        try:
+            yield from self._events(done, start)
+        finally:
+            done.set()
+            self._http.close()
+
+    def _events(self, done: threading.Event, start: float) -> Iterator[StreamEvent]:
+        first: float | None = None
+        finish_reason: str | None = None
+        # Prefill can block for minutes, before or after the response headers; a watcher
+        # turns the cancel event into closing the connection, which unblocks at once.
+        threading.Thread(
+            target=self._watch, args=(done,), daemon=True, name="longdoc-cancel-watch"
+        ).start()
+        try:
+            stream = self._openai.chat.completions.create(
+                model=self.model,
+                messages=self.messages,  # type: ignore[arg-type]
+                stream=True,
+                max_tokens=self.max_tokens,
+                stream_options={"include_usage": True},
+                extra_body={
+                    "chat_template_kwargs": {"enable_thinking": self.thinking},
+                    "separate_reasoning": True,
+                    "rid": self.rid,
+                },
+                timeout=self._http.timeout,
+            )
+        except openai.OpenAIError as exc:
+            if self.cancelled.is_set():
+                raise Cancelled() from exc
+            raise self.client._translate(exc) from exc
+        with self._lock:
+            self._stream = stream
+        if self.cancelled.is_set():
+            stream.close()
+            raise Cancelled()
+        try:
+            for chunk in stream:
+                if self.cancelled.is_set():
+                    raise Cancelled()
+                usage = getattr(chunk, "usage", None)
+                if usage is not None:
+                    yield _usage(usage)
+                for choice in chunk.choices or []:
+                    delta = choice.delta
+                    if delta is not None:
+                        extra = delta.model_extra or {}
+                        reasoning = extra.get("reasoning_content") or extra.get("reasoning")
+                        if isinstance(reasoning, str) and reasoning:
+                            first = first or time.monotonic()
+                            yield ReasoningDelta(reasoning)
+                        if delta.content:
+                            first = first or time.monotonic()
+                            yield AnswerDelta(delta.content)
+                    if choice.finish_reason:
+                        finish_reason = choice.finish_reason
+        except Cancelled:
+            raise
+        except openai.OpenAIError as exc:
+            if self.cancelled.is_set():
+                raise Cancelled() from exc
+            translated = self.client._translate(exc)
+            if isinstance(translated, ServerUnreachable):
+                translated = StreamBroken(
+                    f"The server at {self.client.url} stopped sending the answer "
+                    "(connection lost or timed out)."
+                )
+            raise translated from exc
+        except (httpx2.HTTPError, OSError) as exc:
+            if self.cancelled.is_set():
+                raise Cancelled() from exc
+            raise StreamBroken(
+                f"The server at {self.client.url} broke off the answer: {exc}"
+            ) from exc
+        finally:
+            stream.close()
+        if self.cancelled.is_set():
+            raise Cancelled()
+        if finish_reason is None:
+            raise StreamBroken(
+                f"The server at {self.client.url} ended the answer stream before it finished "
+                "(no finish reason); the answer is incomplete."
+            )
+        if finish_reason == "abort":
+            raise StreamBroken(f"The server at {self.client.url} aborted the request.")
+        now = time.monotonic()
+        yield Finished(finish_reason, None if first is None else first - start, now - start)
+
+
+def _usage(usage: Any) -> Usage:
+    """Read usage liberally: cached tokens in details or top level, reasoning either way."""
+    extra = getattr(usage, "model_extra", None) or {}
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    if cached is None and isinstance(extra.get("prompt_tokens_details"), dict):
+        cached = extra["prompt_tokens_details"].get("cached_tokens")
+    cdetails = getattr(usage, "completion_tokens_details", None)
+    reasoning = getattr(cdetails, "reasoning_tokens", None) if cdetails is not None else None
+    if reasoning is None:
+        reasoning = extra.get("reasoning_tokens")
+    return Usage(
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        cached_tokens=cached if isinstance(cached, int) else None,
+        reasoning_tokens=reasoning if isinstance(reasoning, int) else None,
+    )

@@ -1,0 +1,324 @@
+"""Ask a question about a document: cache lookup, budget, stream, store. No Qt.
+
+This is the one code path the CLI and the GUI share; both iterate the events of
+``Answerer.ask`` and render them their own way.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from desktop.answering.budget import Budget, plan_budget
+from desktop.answering.client import ChatClient, ModelInfo, StreamingAnswer, first_token_timeout
+from desktop.answering.events import (
+    AnswerDelta,
+    Event,
+    Finished,
+    ReasoningDelta,
+    Sent,
+    Stored,
+    Usage,
+)
+from desktop.answering.prompt import (
+    PROMPT_VERSION,
+    PageRange,
+    build_messages,
+    count_prompt_tokens,
+    full_range,
+)
+from desktop.config import Settings, data_dir
+from desktop.documents.model import Document
+from desktop.errors import (
+    Cancelled,
+    DocumentTooLarge,
+    LongdocError,
+    ServerError,
+    ServerUnavailable,
+    UsageError,
+)
+from desktop.store.db import AnswerKey, Store
+
+log = logging.getLogger("longdoc.answering")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where to send questions: URL, key, and the model name (empty = the server's first)."""
+
+    url: str
+    api_key: str
+    model: str = ""
+    managed: bool = False
+
+
+def resolve_endpoint(settings: Settings) -> Endpoint:
+    """The configured endpoint, else the server Longdoc manages (started or adopted)."""
+    if settings.endpoint:
+        return Endpoint(settings.endpoint, settings.api_key, settings.model)
+    from server_manager import connection_for  # lazy: the manager is optional for ask
+
+    conn = connection_for(data_dir())
+    if conn is None:
+        raise UsageError(
+            "No server configured and no Longdoc server running: start one with "
+            "`longdoc server start`, or pass --endpoint URL (or set LONGDOC_ENDPOINT)."
+        )
+    return Endpoint(
+        conn.url, settings.api_key or conn.api_key, settings.model or conn.model, managed=True
+    )
+
+
+@dataclass
+class Question:
+    """One question about a document (or a page range of it)."""
+
+    document: Document
+    text: str
+    pages: PageRange | None = None
+    thinking: bool = True
+    use_cache: bool = True
+    max_tokens: int | None = None  # None = the settings' answer reserve
+
+    def page_range(self) -> PageRange:
+        """The selected pages, defaulting to all."""
+        return self.pages or full_range(self.document)
+
+
+@dataclass
+class Plan:
+    """A question ready to send: messages, budget and the cache key."""
+
+    question: Question
+    pages: PageRange
+    model: str
+    messages: list[dict[str, str]]
+    budget: Budget
+    key: AnswerKey
+    warnings: list[str] = field(default_factory=list)
+
+
+class Answerer:
+    """Answers questions about documents against one endpoint, caching in the store."""
+
+    def __init__(self, store: Store, endpoint: Endpoint, settings: Settings) -> None:
+        self.store = store
+        self.endpoint = endpoint
+        self.settings = settings
+        self.client = ChatClient(endpoint.url, endpoint.api_key)
+        self._model: ModelInfo | None = None
+        self._max_input: int | None = None
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Release the HTTP client."""
+        self.client.close()
+
+    def model(self) -> ModelInfo:
+        """The model to use and its context length, asked once from ``/v1/models``."""
+        with self._lock:
+            if self._model is not None:
+                return self._model
+        models = self.client.models()
+        if not models:
+            raise ServerError(f"The server at {self.endpoint.url} lists no models.")
+        wanted = self.endpoint.model
+        chosen = next((m for m in models if m.id == wanted), None) if wanted else models[0]
+        if chosen is None:
+            names = ", ".join(m.id for m in models)
+            raise UsageError(
+                f"The server at {self.endpoint.url} has no model {wanted!r}; it serves: {names}."
+            )
+        if chosen.max_model_len is None:
+            raise ServerError(
+                f"The server at {self.endpoint.url} does not report its context length "
+                "(max_model_len in /v1/models), so the prompt size cannot be checked."
+            )
+        info = self.client.server_info()
+        max_input = info.get("max_req_input_len")
+        with self._lock:
+            self._model = chosen
+            self._max_input = max_input if isinstance(max_input, int) else None
+        return chosen
+
+    def cache_key(self, question: Question, model: str, max_tokens: int) -> AnswerKey:
+        """The answer-cache key for a question."""
+        pages = question.page_range()
+        return AnswerKey(
+            document_sha=question.document.sha256,
+            question=question.text.strip(),
+            model=model,
+            prompt_version=PROMPT_VERSION,
+            thinking=question.thinking,
+            first_page=pages.first,
+            last_page=pages.last,
+            max_tokens=max_tokens,
+        )
+
+    def cached(self, question: Question, model: str) -> Stored | None:
+        """A cached complete answer for ``model`` ("" = any model), without a server call."""
+        if not question.use_cache:
+            return None
+        reserve = question.max_tokens or self.settings.answer_reserve
+        found = self.store.find_answer(self.cache_key(question, model, reserve))
+        return Stored(found, from_cache=True) if found else None
+
+    def lookup(self, question: Question) -> Stored | None:
+        """The cache hit for a question, if any.
+
+        With no model configured the server is asked its model name; if it cannot be
+        reached, the newest answer from any model is served so history stays usable.
+        """
+        if not question.use_cache:
+            return None
+        if self.endpoint.model:
+            return self.cached(question, self.endpoint.model)
+        try:
+            model = self.model().id
+        except ServerUnavailable:
+            hit = self.cached(question, "")
+            if hit is None:
+                raise
+            return hit
+        return self.cached(question, model)
+
+    def plan(self, question: Question) -> Plan:
+        """Count the prompt exactly and fit it to the context, or raise DocumentTooLarge."""
+        if not question.text.strip():
+            raise UsageError("The question is empty.")
+        info = self.model()
+        doc = question.document
+        pages = question.page_range()
+        reserve = question.max_tokens or self.settings.answer_reserve
+        messages = build_messages(doc, pages, question.text)
+        prompt_tokens = count_prompt_tokens(doc, pages, question.text, question.thinking)
+        assert info.max_model_len is not None
+        budget = plan_budget(prompt_tokens, info.max_model_len, reserve, self._max_input)
+        if not budget.fits:
+            raise DocumentTooLarge(
+                doc.path,
+                prompt_tokens,
+                budget.prompt_limit,
+                info.max_model_len,
+                pages.last - pages.first + 1,
+            )
+        key = self.cache_key(question, info.id, reserve)
+        return Plan(question, pages, info.id, messages, budget, key, list(budget.warnings))
+
+    def ask(self, question: Question, cancel: threading.Event | None = None) -> Iterator[Event]:
+        """Answer from the cache, or plan, stream and store; the last event is ``Stored``.
+
+        A stopped or failed answer is stored as incomplete/failed (never served from the
+        cache) and the error is raised after it is stored.
+        """
+        cancel = cancel or threading.Event()
+        hit = self.lookup(question)
+        if hit is not None:
+            yield hit
+            return
+        plan = self.plan(question)
+        answer_id = self.store.start_answer(plan.key, {"endpoint": self.endpoint.url})
+        parts: list[str] = []
+        reasoning: list[str] = []
+        usage: Usage | None = None
+        finished: Finished | None = None
+        started = time.monotonic()
+        ttft: float | None = None
+        stream: StreamingAnswer | None = None
+        try:
+            yield Sent(
+                prompt_tokens=plan.budget.prompt_tokens,
+                context_length=plan.budget.context_length,
+                max_tokens=plan.budget.max_tokens,
+                model=plan.model,
+                first_page=plan.pages.first,
+                last_page=plan.pages.last,
+                page_count=len(question.document.pages),
+                warnings=plan.warnings,
+            )
+            stream = self.client.stream(
+                plan.messages,
+                model=plan.model,
+                max_tokens=plan.budget.max_tokens,
+                thinking=question.thinking,
+                first_token_timeout_s=first_token_timeout(
+                    plan.budget.prompt_tokens, self.settings.min_prefill_rate
+                ),
+                cancel=cancel,
+            )
+            for event in stream:
+                if isinstance(event, AnswerDelta):
+                    parts.append(event.text)
+                elif isinstance(event, ReasoningDelta):
+                    reasoning.append(event.text)
+                elif isinstance(event, Usage):
+                    usage = event
+                elif isinstance(event, Finished):
+                    finished = event
+                if ttft is None and isinstance(event, AnswerDelta | ReasoningDelta):
+                    ttft = time.monotonic() - started
+                yield event
+        except GeneratorExit:
+            # The consumer dropped the generator (window closed): keep what arrived.
+            if stream is not None:
+                stream.cancel()
+            self._finish(
+                answer_id, "incomplete", parts, reasoning, usage, ttft, started, error="stopped"
+            )
+            raise
+        except LongdocError as exc:
+            status = "incomplete" if isinstance(exc, Cancelled) else "failed"
+            self._finish(answer_id, status, parts, reasoning, usage, ttft, started, error=str(exc))
+            raise
+        except BaseException:
+            if stream is not None:
+                stream.cancel()
+            self._finish(
+                answer_id, "incomplete", parts, reasoning, usage, ttft, started, error="interrupted"
+            )
+            raise
+        assert finished is not None
+        status = "complete" if finished.finish_reason in ("stop", "length") else "incomplete"
+        self._finish(
+            answer_id,
+            status,
+            parts,
+            reasoning,
+            usage,
+            ttft,
+            started,
+            finish_reason=finished.finish_reason,
+        )
+        stored = self.store.get_answer(answer_id)
+        assert stored is not None
+        yield Stored(stored, from_cache=False)
+
+    def _finish(
+        self,
+        answer_id: int,
+        status: str,
+        parts: list[str],
+        reasoning: list[str],
+        usage: Usage | None,
+        ttft: float | None,
+        started: float,
+        *,
+        finish_reason: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        self.store.finish_answer(
+            answer_id,
+            status=status,
+            answer="".join(parts),
+            reasoning="".join(reasoning),
+            finish_reason=finish_reason,
+            error=error,
+            prompt_tokens=usage.prompt_tokens if usage else None,
+            completion_tokens=usage.completion_tokens if usage else None,
+            cached_tokens=usage.cached_tokens if usage else None,
+            ttft_s=ttft,
+            total_s=time.monotonic() - started,
+        )

@@ -1,0 +1,181 @@
+"""``longdoc ask``: one question about one document, streamed to the terminal."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from desktop.answering.events import (
+    AnswerDelta,
+    Finished,
+    ReasoningDelta,
+    Sent,
+    Stored,
+)
+from desktop.answering.prompt import PageRange
+from desktop.answering.service import Answerer, Question, resolve_endpoint
+from desktop.cli.common import open_store, settings_from, warn
+from desktop.errors import UsageError
+from desktop.library import open_document
+
+DIM = "\x1b[2m"
+RESET = "\x1b[0m"
+
+
+def register(sub: Any) -> None:
+    """Add the ``ask`` command."""
+    p = sub.add_parser(
+        "ask",
+        help="ask a question about a whole document",
+        description="Ask a question about a whole document. The complete text (or the chosen "
+        "page range) goes to the model in one prompt; nothing is truncated. The answer streams "
+        "to stdout, the model's reasoning to stderr.",
+    )
+    p.add_argument("path", type=Path, metavar="PATH")
+    p.add_argument("question", metavar="QUESTION")
+    p.add_argument("--pages", metavar="RANGE", help="only these pages, e.g. 1-120")
+    think = p.add_mutually_exclusive_group()
+    think.add_argument(
+        "--think",
+        dest="thinking",
+        action="store_true",
+        default=None,
+        help="let the model reason first (default from settings)",
+    )
+    think.add_argument(
+        "--no-think", dest="thinking", action="store_false", help="answer without reasoning"
+    )
+    p.add_argument("--no-cache", action="store_true", help="ask again even if answered before")
+    p.add_argument("--endpoint", metavar="URL", help="server URL (default: managed server)")
+    p.add_argument("--model", metavar="NAME", help="model name (default: the server's)")
+    p.add_argument("--api-key", metavar="KEY", help="API key for the server")
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help="answer reserve in tokens (default 16384; shrinks to 2048 if needed)",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    p.set_defaults(func=cmd_ask)
+
+
+def _ago(created: float) -> str:
+    seconds = max(0, time.time() - created)
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if n != 1 else ''} ago"
+    return "just now"
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    """Ask, stream, store; print JSON at the end with --json."""
+    settings = settings_from(args)
+    if args.max_tokens is not None and args.max_tokens < 1:
+        raise UsageError("--max-tokens must be a positive number")
+    thinking = settings.thinking if args.thinking is None else args.thinking
+    store = open_store()
+    try:
+        doc, _ = open_document(args.path, store)
+        pages = None
+        if args.pages:
+            try:
+                pages = PageRange.parse(args.pages, len(doc.pages))
+            except ValueError as exc:
+                raise UsageError(f"{args.path}: {exc}") from None
+        answerer = Answerer(store, resolve_endpoint(settings), settings)
+        question = Question(doc, args.question, pages, thinking, not args.no_cache, args.max_tokens)
+        tty_err = sys.stderr.isatty()
+        final: Stored | None = None
+        in_reasoning = False
+        events = answerer.ask(question)
+        try:
+            for event in events:
+                if isinstance(event, Sent):
+                    for warning in event.warnings:
+                        warn(warning)
+                    if (event.first_page, event.last_page) != (1, event.page_count):
+                        print(
+                            f"(Answering about pages {event.first_page}-{event.last_page} "
+                            f"of {event.page_count} only.)",
+                            file=sys.stderr,
+                        )
+                elif isinstance(event, ReasoningDelta) and not args.json:
+                    if not in_reasoning and tty_err:
+                        sys.stderr.write(DIM)
+                    in_reasoning = True
+                    sys.stderr.write(event.text)
+                    sys.stderr.flush()
+                elif isinstance(event, AnswerDelta) and not args.json:
+                    if in_reasoning:
+                        sys.stderr.write((RESET if tty_err else "") + "\n")
+                        sys.stderr.flush()
+                        in_reasoning = False
+                    sys.stdout.write(event.text)
+                    sys.stdout.flush()
+                elif isinstance(event, Finished) and not args.json:
+                    if event.finish_reason == "length":
+                        warn(
+                            "the answer reached the token limit and was cut; "
+                            "raise --max-tokens to allow more"
+                        )
+                elif isinstance(event, Stored):
+                    final = event
+        finally:
+            events.close()  # a KeyboardInterrupt here still stores the answer as incomplete
+            if in_reasoning and tty_err:
+                sys.stderr.write(RESET)
+        assert final is not None
+        answer = final.answer
+        if args.json:
+            print(
+                json.dumps(
+                    {
+                        "document": {
+                            "path": str(args.path),
+                            "sha256": doc.sha256,
+                            "title": doc.title,
+                            "pages": len(doc.pages),
+                            "tokens": doc.tokens,
+                        },
+                        "question": args.question,
+                        "answer": answer.answer,
+                        "reasoning": answer.reasoning,
+                        "from_cache": final.from_cache,
+                        "model": answer.model,
+                        "finish_reason": answer.finish_reason,
+                        "usage": {
+                            "prompt_tokens": answer.prompt_tokens,
+                            "completion_tokens": answer.completion_tokens,
+                            "cached_tokens": answer.cached_tokens,
+                        },
+                        "timings": {"ttft_s": answer.ttft_s, "total_s": answer.total_s},
+                    },
+                    ensure_ascii=False,
+                )
+            )
+        else:
+            if final.from_cache:
+                if thinking and answer.reasoning:
+                    sys.stderr.write(
+                        (DIM if tty_err else "")
+                        + answer.reasoning
+                        + (RESET if tty_err else "")
+                        + "\n"
+                    )
+                sys.stdout.write(answer.answer)
+                print(
+                    f"\n(from cache, asked {_ago(answer.created_at)}; --no-cache asks again)",
+                    file=sys.stderr,
+                )
+            if not answer.answer.endswith("\n"):
+                sys.stdout.write("\n")
+            sys.stdout.flush()
+        answerer.close()
+    finally:
+        store.close()
+    return 0

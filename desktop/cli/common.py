@@ -1,0 +1,30 @@
+"""Helpers shared by CLI commands: settings with flag overrides, the store."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from desktop.config import Settings, db_path, load_settings, with_overrides
+from desktop.store.db import Store
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    """Settings with the command's flags applied (flags win over env and file)."""
+    settings = load_settings()
+    return with_overrides(
+        settings,
+        endpoint=getattr(args, "endpoint", None),
+        model=getattr(args, "model", None),
+        api_key=getattr(args, "api_key", None),
+    )
+
+
+def open_store() -> Store:
+    """The store in the data directory."""
+    return Store(db_path())
+
+
+def warn(message: str) -> None:
+    """One warning line on stderr."""
+    print(f"Warning: {message}", file=sys.stderr)

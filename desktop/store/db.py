@@ -1,0 +1,380 @@
+"""SQLite store (sqlite-utils): documents with their pages, and every answer.
+
+One file in the data directory, WAL mode so the GUI and CLI can use it at once, a busy
+timeout so concurrent writers wait instead of failing, and schema changes as registered
+migrations applied on open.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from desktop.documents.model import Document, OutlineEntry, Page
+from desktop.errors import StorageError
+from desktop.store.migrations import MIGRATIONS
+
+BUSY_TIMEOUT_MS = 15_000
+
+
+@dataclass(frozen=True)
+class DocumentSummary:
+    """A library row: enough to list a document without loading its pages."""
+
+    sha256: str
+    path: str
+    title: str
+    kind: str
+    pages: int
+    tokens: int
+    chars: int
+    empty_pages: int
+    opened_at: float
+
+
+@dataclass(frozen=True)
+class AnswerKey:
+    """What makes two questions the same for the answer cache."""
+
+    document_sha: str
+    question: str
+    model: str
+    prompt_version: str
+    thinking: bool
+    first_page: int
+    last_page: int
+    max_tokens: int
+
+    @property
+    def normalized_question(self) -> str:
+        """Whitespace- and case-insensitive form, so "What is X?" == "what is  x?"."""
+        return " ".join(self.question.split()).casefold()
+
+
+@dataclass
+class StoredAnswer:
+    """One answer row, complete or not."""
+
+    id: int
+    document_sha: str
+    question: str
+    model: str
+    prompt_version: str
+    thinking: bool
+    first_page: int
+    last_page: int
+    max_tokens: int
+    answer: str
+    reasoning: str
+    finish_reason: str | None
+    status: str  # "running" | "complete" | "incomplete" | "failed"
+    error: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cached_tokens: int | None
+    ttft_s: float | None
+    total_s: float | None
+    created_at: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        """Only complete answers are served from the cache."""
+        return self.status == "complete"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+class Store:
+    """Thread-safe access to the Longdoc database; one connection guarded by a lock."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Autocommit mode: transactions are explicit (see _transaction) because
+            # sqlite-utils' helpers commit on their own and would split a save in two.
+            conn = sqlite3.connect(
+                str(self.path),
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                check_same_thread=False,
+                isolation_level=None,
+            )
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self.db = sqlite_utils.Database(conn)
+            with self._write():
+                MIGRATIONS.apply(self.db)
+        except (sqlite3.Error, OSError) as exc:
+            raise StorageError(f"{self.path}: cannot open the database ({exc})") from exc
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self.db.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """Serialise writers in this process and turn SQLite failures into StorageError."""
+        with self._lock:
+            try:
+                yield
+            except sqlite3.OperationalError as exc:
+                text = str(exc)
+                if "full" in text:
+                    raise StorageError(
+                        f"{self.path}: the disk is full; free some space and try again"
+                    ) from exc
+                raise StorageError(f"{self.path}: {text}") from exc
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic write: all of it lands or none of it does."""
+        with self._write():
+            conn = self.db.conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                # SQLite may already have rolled back itself (e.g. on SQLITE_FULL).
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    # --- documents -----------------------------------------------------------------
+
+    def save_document(self, doc: Document) -> None:
+        """Insert or replace a document and its pages in one transaction."""
+        now = time.time()
+        row = {
+            "sha256": doc.sha256,
+            "path": doc.path,
+            "kind": doc.kind,
+            "title": doc.title,
+            "page_count": len(doc.pages),
+            "tokens": doc.tokens,
+            "chars": doc.chars,
+            "empty_pages": len(doc.empty_pages),
+            "size_bytes": doc.size_bytes,
+            "extractor": doc.extractor,
+            "metadata": _json(doc.metadata),
+            "outline": _json([[o.level, o.title, o.page] for o in doc.outline]),
+            "warnings": _json(doc.warnings),
+            "created_at": now,
+            "opened_at": now,
+        }
+        columns = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        with self._transaction() as conn:
+            conn.execute("DELETE FROM pages WHERE sha256 = ?", [doc.sha256])
+            conn.execute(
+                f"INSERT OR REPLACE INTO documents ({columns}) VALUES ({marks})", list(row.values())
+            )
+            conn.executemany(
+                "INSERT INTO pages (sha256, number, label, text) VALUES (?, ?, ?, ?)",
+                [(doc.sha256, p.number, p.label, p.text) for p in doc.pages],
+            )
+
+    def load_document(self, sha256: str, extractor: str | None = None) -> Document | None:
+        """The stored document, or None if absent or extracted by another extractor version."""
+        with self._lock:
+            rows = list(self.db["documents"].rows_where("sha256 = ?", [sha256]))
+            if not rows:
+                return None
+            row = rows[0]
+            if extractor is not None and row["extractor"] != extractor:
+                return None
+            pages = [
+                Page(r[0], r[1], r[2])
+                for r in self.db.execute(
+                    "SELECT number, label, text FROM pages WHERE sha256 = ? ORDER BY number",
+                    [sha256],
+                ).fetchall()
+            ]
+        return Document(
+            sha256=row["sha256"],
+            path=row["path"],
+            kind=row["kind"],
+            title=row["title"],
+            pages=pages,
+            outline=[OutlineEntry(o[0], o[1], o[2]) for o in json.loads(row["outline"])],
+            metadata=json.loads(row["metadata"]),
+            warnings=json.loads(row["warnings"]),
+            extractor=row["extractor"],
+            tokens=row["tokens"],
+            size_bytes=row["size_bytes"],
+        )
+
+    def touch_document(self, sha256: str, path: str) -> None:
+        """Record that a document was opened again (possibly from a new path)."""
+        with self._write():
+            self.db.execute(
+                "UPDATE documents SET opened_at = ?, path = ? WHERE sha256 = ?",
+                [time.time(), path, sha256],
+            )
+
+    def list_documents(self) -> list[DocumentSummary]:
+        """Every stored document, most recently opened first."""
+        with self._lock:
+            rows = self.db.execute(
+                "SELECT sha256, path, title, kind, page_count, tokens, chars, empty_pages,"
+                " opened_at FROM documents ORDER BY opened_at DESC"
+            ).fetchall()
+        return [DocumentSummary(*r) for r in rows]
+
+    def remove_document(self, sha256: str) -> None:
+        """Forget a document, its pages and its answers."""
+        with self._transaction() as conn:
+            conn.execute("DELETE FROM answers WHERE document_sha = ?", [sha256])
+            conn.execute("DELETE FROM pages WHERE sha256 = ?", [sha256])
+            conn.execute("DELETE FROM documents WHERE sha256 = ?", [sha256])
+
+    # --- answers -------------------------------------------------------------------
+
+    def find_answer(self, key: AnswerKey) -> StoredAnswer | None:
+        """The newest complete answer for exactly this question and settings.
+
+        An empty ``key.model`` matches any model: used when the server is down and the
+        model name cannot be asked, so cached answers stay readable offline.
+        """
+        where = (
+            "document_sha = ? AND question_norm = ? AND prompt_version = ? AND thinking = ?"
+            " AND first_page = ? AND last_page = ? AND max_tokens = ? AND status = 'complete'"
+        )
+        args: list[Any] = [
+            key.document_sha,
+            key.normalized_question,
+            key.prompt_version,
+            int(key.thinking),
+            key.first_page,
+            key.last_page,
+            key.max_tokens,
+        ]
+        if key.model:
+            where += " AND model = ?"
+            args.append(key.model)
+        with self._lock:
+            rows = list(
+                self.db["answers"].rows_where(where, args, order_by="created_at DESC", limit=1)
+            )
+        return _answer(rows[0]) if rows else None
+
+    def start_answer(self, key: AnswerKey, extra: dict[str, Any] | None = None) -> int:
+        """Record a question being asked; it stays 'running' until finished."""
+        row = {
+            "document_sha": key.document_sha,
+            "question": key.question,
+            "question_norm": key.normalized_question,
+            "model": key.model,
+            "prompt_version": key.prompt_version,
+            "thinking": int(key.thinking),
+            "first_page": key.first_page,
+            "last_page": key.last_page,
+            "max_tokens": key.max_tokens,
+            "answer": "",
+            "reasoning": "",
+            "status": "running",
+            "created_at": time.time(),
+            "extra": _json(extra or {}),
+        }
+        with self._write():
+            return int(self.db["answers"].insert(row).last_pk)
+
+    def finish_answer(
+        self,
+        answer_id: int,
+        *,
+        status: str,
+        answer: str,
+        reasoning: str,
+        finish_reason: str | None = None,
+        error: str | None = None,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        cached_tokens: int | None = None,
+        ttft_s: float | None = None,
+        total_s: float | None = None,
+    ) -> None:
+        """Store the outcome; ``status`` is complete, incomplete (stopped) or failed."""
+        if status not in ("complete", "incomplete", "failed"):
+            raise ValueError(f"bad answer status {status!r}")
+        with self._write():
+            self.db["answers"].update(
+                answer_id,
+                {
+                    "status": status,
+                    "answer": answer,
+                    "reasoning": reasoning,
+                    "finish_reason": finish_reason,
+                    "error": error,
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "cached_tokens": cached_tokens,
+                    "ttft_s": ttft_s,
+                    "total_s": total_s,
+                },
+            )
+
+    def get_answer(self, answer_id: int) -> StoredAnswer | None:
+        """One answer by id."""
+        with self._lock:
+            rows = list(self.db["answers"].rows_where("id = ?", [answer_id]))
+        return _answer(rows[0]) if rows else None
+
+    def answers_for(self, sha256: str) -> list[StoredAnswer]:
+        """Every answer about a document, oldest first."""
+        with self._lock:
+            rows = list(self.db["answers"].rows_where("document_sha = ?", [sha256], order_by="id"))
+        return [_answer(r) for r in rows]
+
+    def mark_stale_running(self, older_than_s: float = 0.0) -> int:
+        """Answers left 'running' by a process that died become 'incomplete'."""
+        cutoff = time.time() - older_than_s
+        with self._write():
+            cur = self.db.execute(
+                "UPDATE answers SET status = 'incomplete', error = 'interrupted'"
+                " WHERE status = 'running' AND created_at < ?",
+                [cutoff],
+            )
+            return int(cur.rowcount)
+
+
+def _answer(row: dict[str, Any]) -> StoredAnswer:
+    return StoredAnswer(
+        id=row["id"],
+        document_sha=row["document_sha"],
+        question=row["question"],
+        model=row["model"],
+        prompt_version=row["prompt_version"],
+        thinking=bool(row["thinking"]),
+        first_page=row["first_page"],
+        last_page=row["last_page"],
+        max_tokens=row["max_tokens"],
+        answer=row["answer"],
+        reasoning=row["reasoning"],
+        finish_reason=row["finish_reason"],
+        status=row["status"],
+        error=row["error"],
+        prompt_tokens=row["prompt_tokens"],
+        completion_tokens=row["completion_tokens"],
+        cached_tokens=row["cached_tokens"],
+        ttft_s=row["ttft_s"],
+        total_s=row["total_s"],
+        created_at=row["created_at"],
+        extra=json.loads(row["extra"] or "{}"),
+    )

@@ -1,0 +1,68 @@
+"""Registered schema migrations; applied in order when the store opens."""
+
+from __future__ import annotations
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+MIGRATIONS = Migrations("longdoc")
+
+
+@MIGRATIONS()
+def m001_documents_and_answers(db: Database) -> None:
+    """Initial schema: documents, their pages, answers."""
+    db["documents"].create(
+        {
+            "sha256": str,
+            "path": str,
+            "kind": str,
+            "title": str,
+            "page_count": int,
+            "tokens": int,
+            "chars": int,
+            "empty_pages": int,
+            "size_bytes": int,
+            "extractor": str,
+            "metadata": str,
+            "outline": str,
+            "warnings": str,
+            "created_at": float,
+            "opened_at": float,
+        },
+        pk="sha256",
+    )
+    db["pages"].create(
+        {"sha256": str, "number": int, "label": str, "text": str},
+        pk=("sha256", "number"),
+        foreign_keys=[("sha256", "documents", "sha256")],
+    )
+    db["answers"].create(
+        {
+            "id": int,
+            "document_sha": str,
+            "question": str,
+            "question_norm": str,
+            "model": str,
+            "prompt_version": str,
+            "thinking": int,
+            "first_page": int,
+            "last_page": int,
+            "max_tokens": int,
+            "answer": str,
+            "reasoning": str,
+            "finish_reason": str,
+            "status": str,
+            "error": str,
+            "prompt_tokens": int,
+            "completion_tokens": int,
+            "cached_tokens": int,
+            "ttft_s": float,
+            "total_s": float,
+            "created_at": float,
+            "extra": str,
+        },
+        pk="id",
+    )
+    db["answers"].create_index(
+        ["document_sha", "question_norm", "model", "status"], index_name="answers_lookup"
+    )
