@@ -92,6 +92,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         tty_err = sys.stderr.isatty()
         final: Stored | None = None
         in_reasoning = False
+        answered = False
         events = answerer.ask(question)
         try:
             for event in events:
@@ -117,6 +118,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
                         in_reasoning = False
                     sys.stdout.write(event.text)
                     sys.stdout.flush()
+                    answered = True
                 elif isinstance(event, Finished) and not args.json:
                     if event.finish_reason == "length":
                         warn(
@@ -127,8 +129,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
                     final = event
         finally:
             events.close()  # a KeyboardInterrupt here still stores the answer as incomplete
-            if in_reasoning and tty_err:
-                sys.stderr.write(RESET)
+            if in_reasoning:
+                # End the dimmed reasoning line so an error starts on a line of its own.
+                sys.stderr.write((RESET if tty_err else "") + "\n")
+                sys.stderr.flush()
+            if final is None and answered:
+                sys.stdout.write("\n")
+                sys.stdout.flush()
         assert final is not None
         answer = final.answer
         if args.json:
