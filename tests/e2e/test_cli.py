@@ -267,7 +267,7 @@ def test_interrupt_exit_130_and_incomplete_answer(sglang: FakeSGLang, home: Path
     assert proc.stdout is not None
     proc.stdout.read(40)  # the answer is streaming
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
+    _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130
     assert "Traceback" not in err
     store = Store(home / "longdoc.db")
