@@ -311,9 +311,9 @@ class StreamingAnswer:
             target=self._watch, args=(done,), daemon=True, name="longdoc-cancel-watch"
         ).start()
         try:
-            stream = self._openai.chat.completions.create(
+            stream = self._openai.chat.completions.create(  # type: ignore[call-overload]
                 model=self.model,
-                messages=self.messages,  # type: ignore[arg-type]
+                messages=self.messages,
                 stream=True,
                 max_tokens=self.max_tokens,
                 stream_options={"include_usage": True},

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass, field
 
 from desktop.answering.budget import Budget, plan_budget
@@ -208,7 +208,9 @@ class Answerer:
         key = self.cache_key(question, info.id, reserve)
         return Plan(question, pages, info.id, messages, budget, key, list(budget.warnings))
 
-    def ask(self, question: Question, cancel: threading.Event | None = None) -> Iterator[Event]:
+    def ask(
+        self, question: Question, cancel: threading.Event | None = None
+    ) -> Generator[Event, None, None]:
         """Answer from the cache, or plan, stream and store; the last event is ``Stored``.
 
         A stopped or failed answer is stored as incomplete/failed (never served from the

@@ -193,7 +193,7 @@ class Store:
     def load_document(self, sha256: str, extractor: str | None = None) -> Document | None:
         """The stored document, or None if absent or extracted by another extractor version."""
         with self._lock:
-            rows = list(self.db["documents"].rows_where("sha256 = ?", [sha256]))
+            rows = list(self.db.table("documents").rows_where("sha256 = ?", [sha256]))
             if not rows:
                 return None
             row = rows[0]
@@ -270,7 +270,7 @@ class Store:
             args.append(key.model)
         with self._lock:
             rows = list(
-                self.db["answers"].rows_where(where, args, order_by="created_at DESC", limit=1)
+                self.db.table("answers").rows_where(where, args, order_by="created_at DESC", limit=1)
             )
         return _answer(rows[0]) if rows else None
 
@@ -293,7 +293,8 @@ class Store:
             "extra": _json(extra or {}),
         }
         with self._write():
-            return int(self.db["answers"].insert(row).last_pk)
+            last = self.db.table("answers").insert(row).last_pk
+            return int(last)  # type: ignore[arg-type]
 
     def finish_answer(
         self,
@@ -314,7 +315,7 @@ class Store:
         if status not in ("complete", "incomplete", "failed"):
             raise ValueError(f"bad answer status {status!r}")
         with self._write():
-            self.db["answers"].update(
+            self.db.table("answers").update(
                 answer_id,
                 {
                     "status": status,
@@ -333,13 +334,13 @@ class Store:
     def get_answer(self, answer_id: int) -> StoredAnswer | None:
         """One answer by id."""
         with self._lock:
-            rows = list(self.db["answers"].rows_where("id = ?", [answer_id]))
+            rows = list(self.db.table("answers").rows_where("id = ?", [answer_id]))
         return _answer(rows[0]) if rows else None
 
     def answers_for(self, sha256: str) -> list[StoredAnswer]:
         """Every answer about a document, oldest first."""
         with self._lock:
-            rows = list(self.db["answers"].rows_where("document_sha = ?", [sha256], order_by="id"))
+            rows = list(self.db.table("answers").rows_where("document_sha = ?", [sha256], order_by="id"))
         return [_answer(r) for r in rows]
 
     def mark_stale_running(self, older_than_s: float = 0.0) -> int:

@@ -11,7 +11,7 @@ MIGRATIONS = Migrations("longdoc")
 @MIGRATIONS()
 def m001_documents_and_answers(db: Database) -> None:
     """Initial schema: documents, their pages, answers."""
-    db["documents"].create(
+    db.table("documents").create(
         {
             "sha256": str,
             "path": str,
@@ -31,12 +31,12 @@ def m001_documents_and_answers(db: Database) -> None:
         },
         pk="sha256",
     )
-    db["pages"].create(
+    db.table("pages").create(
         {"sha256": str, "number": int, "label": str, "text": str},
         pk=("sha256", "number"),
         foreign_keys=[("sha256", "documents", "sha256")],
     )
-    db["answers"].create(
+    db.table("answers").create(
         {
             "id": int,
             "document_sha": str,
@@ -63,6 +63,6 @@ def m001_documents_and_answers(db: Database) -> None:
         },
         pk="id",
     )
-    db["answers"].create_index(
+    db.table("answers").create_index(
         ["document_sha", "question_norm", "model", "status"], index_name="answers_lookup"
     )
