@@ -270,7 +270,9 @@ class Store:
             args.append(key.model)
         with self._lock:
             rows = list(
-                self.db.table("answers").rows_where(where, args, order_by="created_at DESC", limit=1)
+                self.db.table("answers").rows_where(
+                    where, args, order_by="created_at DESC", limit=1
+                )
             )
         return _answer(rows[0]) if rows else None
 
@@ -340,7 +342,9 @@ class Store:
     def answers_for(self, sha256: str) -> list[StoredAnswer]:
         """Every answer about a document, oldest first."""
         with self._lock:
-            rows = list(self.db.table("answers").rows_where("document_sha = ?", [sha256], order_by="id"))
+            rows = list(
+                self.db.table("answers").rows_where("document_sha = ?", [sha256], order_by="id")
+            )
         return [_answer(r) for r in rows]
 
     def mark_stale_running(self, older_than_s: float = 0.0) -> int:
