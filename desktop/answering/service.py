@@ -208,6 +208,10 @@ class Answerer:
         key = self.cache_key(question, info.id, reserve)
         return Plan(question, pages, info.id, messages, budget, key, list(budget.warnings))
 
+    def confirm_tokens(self, plan: Plan) -> int | None:
+        """The server's own count of the planned prompt (``/v1/tokenize``), if it offers one."""
+        return self.client.count_tokens(plan.messages, plan.model, plan.question.thinking)
+
     def ask(
         self, question: Question, cancel: threading.Event | None = None
     ) -> Generator[Event, None, None]:

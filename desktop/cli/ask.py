@@ -59,6 +59,11 @@ def register(sub: Any) -> None:
         metavar="N",
         help="answer reserve in tokens (default 16384; shrinks to 2048 if needed)",
     )
+    p.add_argument(
+        "--check-tokens",
+        action="store_true",
+        help="confirm the local prompt token count with the server's /v1/tokenize",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object at the end")
     p.set_defaults(func=cmd_ask)
 
@@ -70,6 +75,26 @@ def _ago(created: float) -> str:
             n = int(seconds // size)
             return f"{n} {unit}{'s' if n != 1 else ''} ago"
     return "just now"
+
+
+def check_tokens(answerer: Answerer, question: Question) -> None:
+    """Print the local and the server's prompt token counts; warn when they differ."""
+    plan = answerer.plan(question)
+    local = plan.budget.prompt_tokens
+    remote = answerer.confirm_tokens(plan)
+    if remote is None:
+        print(
+            f"Prompt: {local:,} tokens (the server cannot count chat messages; "
+            "SGLang 0.5.15 or newer can).",
+            file=sys.stderr,
+        )
+    elif remote == local:
+        print(f"Prompt: {local:,} tokens (the server agrees).", file=sys.stderr)
+    else:
+        warn(
+            f"the prompt has {local:,} tokens by Longdoc's count but {remote:,} by the "
+            "server's; the budget uses the larger"
+        )
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
@@ -89,6 +114,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 raise UsageError(f"{args.path}: {exc}") from None
         answerer = Answerer(store, resolve_endpoint(settings), settings)
         question = Question(doc, args.question, pages, thinking, not args.no_cache, args.max_tokens)
+        if args.check_tokens:
+            check_tokens(answerer, question)
         tty_err = sys.stderr.isatty()
         final: Stored | None = None
         in_reasoning = False

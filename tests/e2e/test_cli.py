@@ -275,3 +275,10 @@ def test_interrupt_exit_130_and_incomplete_answer(sglang: FakeSGLang, home: Path
     [answer] = store.answers_for(doc.sha256)
     assert answer.status == "incomplete"
     assert len(answer.answer) >= 40
+
+
+def test_check_tokens_agrees_with_the_server(sglang: FakeSGLang, home: Path) -> None:
+    result = ask(sglang, home, str(GEOTOPO), "Count?", "--check-tokens", "--json")
+    assert result.returncode == 0, result.stderr
+    prompt = json.loads(result.stdout)["usage"]["prompt_tokens"]
+    assert f"Prompt: {prompt:,} tokens (the server agrees)." in result.stderr
