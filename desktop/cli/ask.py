@@ -16,9 +16,11 @@ from desktop.answering.events import (
     Sent,
     Stored,
 )
+from desktop.answering.citations import PageIndex, QuoteStatus, check_quotes
 from desktop.answering.prompt import PageRange
 from desktop.answering.service import Answerer, Question, resolve_endpoint
 from desktop.cli.common import open_store, settings_from, warn
+from desktop.documents.model import Document
 from desktop.errors import UsageError
 from desktop.library import open_document
 
@@ -95,6 +97,20 @@ def check_tokens(answerer: Answerer, question: Question) -> None:
             f"the prompt has {local:,} tokens by Longdoc's count but {remote:,} by the "
             "server's; the budget uses the larger"
         )
+
+
+def report_quotes(answer: str, doc: Document) -> None:
+    """One stderr line per quote that is not on the page it cites."""
+    index = PageIndex(doc.pages)
+    for check in check_quotes(answer, index):
+        if check.status is QuoteStatus.VERIFIED:
+            continue
+        quote = check.quote if len(check.quote) <= 60 else check.quote[:57] + "..."
+        if check.status is QuoteStatus.OTHER_PAGE and check.found_on is not None:
+            label = doc.pages[check.found_on - 1].label
+            warn(f'quote "{quote}" is not on the cited page; it is on page {label}')
+        else:
+            warn(f'quote "{quote}" was not found in the document')
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
@@ -209,6 +225,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             if not answer.answer.endswith("\n"):
                 sys.stdout.write("\n")
             sys.stdout.flush()
+            report_quotes(answer.answer, doc)
         answerer.close()
     finally:
         store.close()

@@ -169,6 +169,7 @@ def test_ask_plain_output_and_page_range(sglang: FakeSGLang, home: Path) -> None
     assert result.returncode == 0, result.stderr
     assert "The document has 3 pages" in result.stdout
     assert "pages 3-5 of 117 only" in result.stderr
+    assert "Warning: quote" not in result.stderr  # the server's real quote is verified
     [body] = [r.body for r in sglang.requests if r.path.endswith("/chat/completions")]
     system = body["messages"][0]["content"]
     store = Store(home / "longdoc.db")
@@ -282,3 +283,14 @@ def test_check_tokens_agrees_with_the_server(sglang: FakeSGLang, home: Path) -> 
     assert result.returncode == 0, result.stderr
     prompt = json.loads(result.stdout)["usage"]["prompt_tokens"]
     assert f"Prompt: {prompt:,} tokens (the server agrees)." in result.stderr
+
+
+def test_invented_quote_is_flagged(sglang: FakeSGLang, home: Path) -> None:
+    sglang.behaviour.update(
+        answer_text='It says "the moon is made of green cheese entirely" [p. 1].'
+    )
+    result = ask(sglang, home, str(FOUR_PAGES), "Moon?")
+    assert result.returncode == 0
+    assert 'Warning: quote "the moon is made of green cheese entirely" was not found' in (
+        result.stderr
+    )
