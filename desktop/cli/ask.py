@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from desktop.answering.citations import PageIndex, QuoteStatus, check_quotes, normalize_words
 from desktop.answering.events import (
     AnswerDelta,
     Finished,
@@ -16,7 +17,6 @@ from desktop.answering.events import (
     Sent,
     Stored,
 )
-from desktop.answering.citations import PageIndex, QuoteStatus, check_quotes
 from desktop.answering.prompt import PageRange
 from desktop.answering.service import Answerer, Question, resolve_endpoint
 from desktop.cli.common import open_store, settings_from, warn
@@ -99,11 +99,13 @@ def check_tokens(answerer: Answerer, question: Question) -> None:
         )
 
 
-def report_quotes(answer: str, doc: Document) -> None:
+def report_quotes(answer: str, doc: Document, question: str) -> None:
     """One stderr line per quote that is not on the page it cites."""
     index = PageIndex(doc.pages)
+    asked = normalize_words(question)
     for check in check_quotes(answer, index):
-        if check.status is QuoteStatus.VERIFIED:
+        # Restating the question in quotes is not a claim about the document.
+        if check.status is QuoteStatus.VERIFIED or normalize_words(check.quote) in asked:
             continue
         quote = check.quote if len(check.quote) <= 60 else check.quote[:57] + "..."
         if check.status is QuoteStatus.OTHER_PAGE and check.found_on is not None:
@@ -225,7 +227,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             if not answer.answer.endswith("\n"):
                 sys.stdout.write("\n")
             sys.stdout.flush()
-            report_quotes(answer.answer, doc)
+            report_quotes(answer.answer, doc, args.question)
         answerer.close()
     finally:
         store.close()
