@@ -36,7 +36,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The full command-line parser."""
-    from desktop.cli import ask, gui, ingest
+    from desktop.cli import ask, gui, ingest, summarize
 
     parser = _Parser(
         prog="longdoc",
@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     ingest.register(sub)
     ask.register(sub)
+    summarize.register(sub)
     gui.register(sub)
     try:
         from desktop.cli import server
