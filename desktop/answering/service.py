@@ -31,6 +31,7 @@ from desktop.answering.prompt import (
     full_range,
 )
 from desktop.config import Settings, data_dir
+from desktop.documents.ingest import require_text
 from desktop.documents.model import Document
 from desktop.errors import (
     Cancelled,
@@ -192,6 +193,7 @@ class Answerer:
         info = self.model()
         doc = question.document
         pages = question.page_range()
+        require_text(doc, pages.first, pages.last)
         reserve = question.max_tokens or self.settings.answer_reserve
         messages = build_messages(doc, pages, question.text)
         prompt_tokens = count_prompt_tokens(doc, pages, question.text, question.thinking)

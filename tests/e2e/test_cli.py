@@ -294,3 +294,16 @@ def test_invented_quote_is_flagged(sglang: FakeSGLang, home: Path) -> None:
     assert 'Warning: quote "the moon is made of green cheese entirely" was not found' in (
         result.stderr
     )
+
+
+def test_scanned_pdf_ingests_but_ask_refuses(sglang: FakeSGLang, home: Path) -> None:
+    scan = CORPUS_DIR / "007-imagemagick-images" / "imagemagick-images.pdf"
+    ingest = longdoc("ingest", "--json", str(scan), home=home)
+    assert ingest.returncode == 0
+    row = json.loads(ingest.stdout)
+    assert row["empty_pages"] == [1, 2, 3, 4, 5, 6]
+    assert "OCR" in row["warnings"][0]
+    result = ask(sglang, home, str(scan), "What is shown?")
+    assert result.returncode == 3
+    assert "no text could be extracted" in assert_one_error_line(result.stderr)
+    assert chats(sglang) == 0

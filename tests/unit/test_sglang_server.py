@@ -315,7 +315,7 @@ def test_new_flavor_stream_shape_and_answer(server: FakeSGLang) -> None:
     assert usage["completion_tokens_details"] == {"reasoning_tokens": usage["reasoning_tokens"]}
     assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
     assert server.requests[-1].body["rid"] == "r1"
-    assert server.completed_rids == ["r1"]
+    _wait_for(lambda: server.completed_rids == ["r1"])  # recorded after the last write
 
 
 def test_thinking_off_streams_only_content(server: FakeSGLang) -> None:

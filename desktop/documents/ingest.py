@@ -1,0 +1,130 @@
+"""Turn a file into a Document: pick the extractor, hash the bytes, count the prompt tokens."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+from desktop.documents import tokens
+from desktop.documents.layout import document_block
+from desktop.documents.model import Document
+from desktop.documents.pdf import EXTRACTOR_NAME, extract_pdf, no_text_reason
+from desktop.documents.text import MARKDOWN_SUFFIXES, TEXT_SUFFIXES, extract_text
+from desktop.errors import DocumentEmpty, DocumentUnreadable, UsageError
+
+# Part of every Document's ``extractor`` string: bump it whenever extraction or cleaning
+# changes its output, so cached documents from the old code are extracted again.
+EXTRACTOR_VERSION = 1
+
+PDF_SUFFIX = ".pdf"
+SUPPORTED_SUFFIXES = frozenset({PDF_SUFFIX} | TEXT_SUFFIXES | MARKDOWN_SUFFIXES)
+
+PDF_MAGIC = b"%PDF-"
+# PDF readers accept the header anywhere in the first KiB (some generators prepend junk).
+_MAGIC_WINDOW = 1024
+_CHUNK = 1 << 20
+
+
+def sha256_file(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            while chunk := fh.read(_CHUNK):
+                digest.update(chunk)
+    except OSError as exc:
+        raise DocumentUnreadable(path, _os_reason(exc)) from exc
+    return digest.hexdigest()
+
+
+def extract(path: Path, sha256: str | None = None) -> Document:
+    """Extract ``path`` completely; ``sha256`` skips hashing when the caller already knows it.
+
+    Raises DocumentUnreadable (missing, folder, no permission, corrupt, binary),
+    DocumentEncrypted or DocumentEmpty; the message always names the file.
+    """
+    path = Path(path).expanduser().absolute()
+    size = _check_file(path)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_MAGIC_WINDOW)
+    except OSError as exc:
+        raise DocumentUnreadable(path, _os_reason(exc)) from exc
+
+    suffix = path.suffix.lower()
+    # The suffix decides for known types (a Markdown note may quote "%PDF-1.7"); the
+    # header decides for the rest (a PDF saved as "download" or "report.bin").
+    is_pdf = suffix == PDF_SUFFIX or (
+        suffix not in TEXT_SUFFIXES | MARKDOWN_SUFFIXES and PDF_MAGIC in head
+    )
+    if is_pdf:
+        doc = extract_pdf(path)
+        doc.extractor = f"{EXTRACTOR_NAME}/{EXTRACTOR_VERSION}"
+        digest = sha256 or sha256_file(path)
+    else:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise DocumentUnreadable(path, _os_reason(exc)) from exc
+        doc = extract_text(path, data)
+        doc.extractor = f"text/{EXTRACTOR_VERSION}"
+        digest = sha256 or hashlib.sha256(data).hexdigest()
+
+    doc.sha256 = digest
+    doc.path = str(path)
+    doc.size_bytes = size
+    doc.tokens = tokens.count(document_block(doc.title, doc.pages))
+    return doc
+
+
+def count_range_tokens(doc: Document, first: int, last: int) -> int:
+    """Exact prompt tokens of pages ``first..last`` (1-based, inclusive) laid out as a block."""
+    n = len(doc.pages)
+    if not 1 <= first <= last <= n:
+        raise UsageError(f"page range {first}-{last} is not within the document's pages 1-{n}")
+    return tokens.count(document_block(doc.title, doc.select(first, last)))
+
+
+def _check_file(path: Path) -> int:
+    """The size of a readable regular file, or the typed error saying why it is not one."""
+    try:
+        info = path.stat()
+    except FileNotFoundError as exc:
+        raise DocumentUnreadable(path, "the file does not exist") from exc
+    except OSError as exc:
+        raise DocumentUnreadable(path, _os_reason(exc)) from exc
+    if stat.S_ISDIR(info.st_mode):
+        raise DocumentUnreadable(path, "this is a folder, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        # A FIFO or device would block the reader forever.
+        raise DocumentUnreadable(path, "this is not a regular file")
+    if not os.access(path, os.R_OK):
+        raise DocumentUnreadable(path, "permission denied: the file cannot be read")
+    if info.st_size == 0:
+        raise DocumentEmpty(path, "the file is empty (0 bytes)")
+    return info.st_size
+
+
+def _os_reason(exc: OSError) -> str:
+    """One sentence for an OSError, without the path (DocumentError adds it)."""
+    if isinstance(exc, PermissionError):
+        return "permission denied: the file cannot be read"
+    if isinstance(exc, FileNotFoundError):
+        return "the file does not exist"
+    if isinstance(exc, IsADirectoryError):
+        return "this is a folder, not a file"
+    return f"the file cannot be read ({exc.strerror or type(exc).__name__})"
+
+
+def require_text(doc: Document, first: int = 1, last: int | None = None) -> None:
+    """Raise DocumentEmpty when the pages ``first..last`` hold no text at all."""
+    pages = doc.select(first, last if last is not None else len(doc.pages))
+    if any(p.text.strip() for p in pages):
+        return
+    if len(pages) == len(doc.pages) and doc.kind == "pdf":
+        raise DocumentEmpty(doc.path, no_text_reason(len(doc.pages)))
+    raise DocumentEmpty(
+        doc.path, f"pages {first}-{last} hold no text (images only?); choose other pages"
+    )
