@@ -18,7 +18,7 @@ typecheck: $(VENV)/.test-installed
 	$(BIN)/mypy
 
 pytest: $(VENV)/.test-installed
-	QT_QPA_PLATFORM=offscreen $(BIN)/pytest
+	QT_QPA_PLATFORM=offscreen LONGDOC_REQUIRE_CONTAINERS=1 $(BIN)/pytest
 
 bench: $(VENV)/.test-installed
 	$(BIN)/python bench/bench_ingest.py

@@ -20,7 +20,7 @@ exit codes:
   5    server rejected or broke off the request
   10-18  server manager: no container runtime (10), no permission (11), image missing (12),
        model folder missing (13), port in use (14), no GPU devices (15), bad profile (16),
-       server failed (17), not running (18)
+       server failed (17), not running (18), another profile's server running (19)
   130  interrupted
 """
 

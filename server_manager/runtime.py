@@ -1,0 +1,232 @@
+"""The container runtime (docker or podman) through its command line, with timeouts.
+
+Parsing ``inspect`` output is pure (``parse_inspect``) and tested on captured JSON.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from server_manager.errors import NoContainerRuntime, RuntimePermission, ServerManagerError
+
+log = logging.getLogger("longdoc.server")
+
+RUNTIMES = ("docker", "podman")
+SHORT_TIMEOUT_S = 30.0
+# Pulling is impossible offline, but creating a container from a 30 GB image can take a while.
+RUN_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class ContainerState:
+    """What ``inspect`` says about one container."""
+
+    id: str
+    name: str
+    status: str
+    running: bool
+    exit_code: int | None
+    oom_killed: bool
+    pid: int
+    labels: dict[str, str] = field(default_factory=dict)
+    error: str = ""
+
+    @property
+    def exited(self) -> bool:
+        """The container exists but its process is gone."""
+        return not self.running and self.status in ("exited", "stopped", "dead", "created")
+
+    def describe_exit(self) -> str:
+        """One phrase for why it ended, e.g. ``was killed for lack of memory (OOM)``."""
+        if self.oom_killed:
+            return "was killed for lack of memory (OOM)"
+        if self.exit_code is None:
+            return f"is {self.status}"
+        if self.exit_code > 128:
+            return f"was killed by signal {self.exit_code - 128} (exit code {self.exit_code})"
+        return f"exited with code {self.exit_code}"
+
+
+def parse_inspect(text: str) -> list[ContainerState]:
+    """Parse ``docker|podman inspect`` JSON (a list of objects) into states."""
+    data = json.loads(text) if text.strip() else []
+    if isinstance(data, dict):
+        data = [data]
+    return [_state(item) for item in data if isinstance(item, dict)]
+
+
+def _state(item: dict[str, Any]) -> ContainerState:
+    state = item.get("State") or {}
+    config = item.get("Config") or {}
+    labels = config.get("Labels") or item.get("Labels") or {}
+    status = str(state.get("Status", "")).lower()
+    running = bool(state.get("Running", status == "running"))
+    exit_code = state.get("ExitCode")
+    return ContainerState(
+        id=str(item.get("Id", "")),
+        name=str(item.get("Name", "")).lstrip("/"),
+        status=status,
+        running=running,
+        # A container that never ran reports ExitCode 0; it did not exit "successfully".
+        exit_code=int(exit_code) if isinstance(exit_code, int) and status != "created" else None,
+        oom_killed=bool(state.get("OOMKilled", False)),
+        pid=int(state.get("Pid") or 0),
+        labels={str(k): str(v) for k, v in labels.items()},
+        error=str(state.get("Error", "") or ""),
+    )
+
+
+def parse_port_bindings(item_text: str) -> list[tuple[str, str]]:
+    """``(HostIp, HostPort)`` pairs from ``inspect`` JSON's ``NetworkSettings.Ports``."""
+    data = json.loads(item_text)
+    item = data[0] if isinstance(data, list) else data
+    ports = (item.get("NetworkSettings") or {}).get("Ports") or {}
+    pairs: list[tuple[str, str]] = []
+    for bindings in ports.values():
+        for binding in bindings or []:
+            pairs.append((str(binding.get("HostIp", "")), str(binding.get("HostPort", ""))))
+    return pairs
+
+
+def detect_runtime(preferred: str = "") -> str:
+    """The runtime's executable path: the preferred one, else docker, else podman."""
+    if preferred:
+        path = shutil.which(preferred)
+        if path is None:
+            raise NoContainerRuntime(
+                f"The container runtime {preferred!r} is not installed (not found on PATH)."
+            )
+        return path
+    found = [path for name in RUNTIMES if (path := shutil.which(name)) is not None]
+    if len(found) > 1:
+        # A docker CLI without a running daemon (or a socket we may not use) next to a
+        # working podman: take the one that answers.
+        for path in found:
+            with contextlib.suppress(ServerManagerError):
+                Runtime(path).check_usable()
+                return path
+    if found:
+        return found[0]
+    raise NoContainerRuntime(
+        "No container runtime found: install podman or docker (or choose the native profile)."
+    )
+
+
+class Runtime:
+    """Thin wrapper over one runtime executable; every call has a timeout."""
+
+    def __init__(self, executable: str) -> None:
+        self.executable = executable
+
+    @property
+    def name(self) -> str:
+        """``podman`` or ``docker`` (or whatever the executable is called)."""
+        return self.executable.rsplit("/", 1)[-1]
+
+    def _run(
+        self, args: Sequence[str], timeout: float = SHORT_TIMEOUT_S, check: bool = False
+    ) -> subprocess.CompletedProcess[str]:
+        argv = [self.executable, *args]
+        try:
+            result = subprocess.run(
+                argv,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise RuntimePermission(
+                f"{self.name} {args[0]} did not answer within {timeout:.0f} s; "
+                f"is the {self.name} service healthy?"
+            ) from exc
+        except OSError as exc:
+            raise NoContainerRuntime(f"Cannot run {self.executable}: {exc.strerror}.") from exc
+        if check and result.returncode != 0:
+            raise RuntimePermission(
+                f"{self.name} {args[0]} failed: {_summary(result.stderr or result.stdout)}"
+            )
+        return result
+
+    def check_usable(self) -> None:
+        """Raise RuntimePermission when this user cannot talk to the runtime."""
+        result = self._run(["version"])
+        if result.returncode != 0:
+            detail = _summary(result.stderr or result.stdout)
+            if "permission denied" in detail.lower():
+                raise RuntimePermission(
+                    f"No permission to use {self.name}: add your user to the "
+                    f"'{self.name}' group or use podman ({detail})."
+                )
+            raise RuntimePermission(f"Cannot use {self.name}: {detail}")
+
+    def image_exists(self, image: str) -> bool:
+        """True when the image is present locally (nothing is pulled)."""
+        return self._run(["image", "inspect", image]).returncode == 0
+
+    def run(self, argv: Sequence[str]) -> str:
+        """Run a full ``<runtime> run ...`` argv (argv[0] is replaced); returns the id."""
+        result = self._run(list(argv[1:]), timeout=RUN_TIMEOUT_S)
+        if result.returncode != 0:
+            raise RuntimePermission(
+                f"{self.name} run failed: {_summary(result.stderr or result.stdout)}"
+            )
+        return result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+
+    def inspect(self, name: str) -> ContainerState | None:
+        """The container's state, or None when it does not exist."""
+        result = self._run(["container", "inspect", name])
+        if result.returncode != 0:
+            return None
+        states = parse_inspect(result.stdout)
+        return states[0] if states else None
+
+    def inspect_raw(self, name: str) -> str:
+        """The raw ``inspect`` JSON (for port bindings and tests)."""
+        return self._run(["container", "inspect", name], check=True).stdout
+
+    def find(self, labels: dict[str, str], all_states: bool = True) -> list[str]:
+        """Names of containers carrying all these labels."""
+        args = ["ps", "--format", "{{.Names}}"] + (["--all"] if all_states else [])
+        for key, value in labels.items():
+            args += ["--filter", f"label={key}={value}"]
+        result = self._run(args, check=True)
+        return [line.strip() for line in result.stdout.splitlines() if line.strip()]
+
+    def logs(self, name: str, tail: int | None = None) -> str:
+        """The container's output so far (stdout and stderr interleaved as captured)."""
+        args = ["logs"] + (["--tail", str(tail)] if tail is not None else []) + [name]
+        result = self._run(args)
+        return result.stdout + result.stderr
+
+    def follow_logs(self, name: str, since_start: bool = True) -> subprocess.Popen[bytes]:
+        """A ``logs --follow`` process whose stdout carries the merged output."""
+        args = [self.executable, "logs", "--follow", name]
+        return subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
+
+    def stop(self, name: str, grace_s: float) -> None:
+        """Graceful stop (SIGTERM, then SIGKILL after the grace period)."""
+        self._run(["stop", "--time", str(int(grace_s)), name], timeout=grace_s + SHORT_TIMEOUT_S)
+
+    def kill(self, name: str) -> None:
+        """SIGKILL now."""
+        self._run(["kill", name])
+
+    def remove(self, name: str) -> None:
+        """Remove the container, killing it if it still runs; a missing one is fine."""
+        self._run(["rm", "--force", name], timeout=SHORT_TIMEOUT_S * 2)
+
+
+def _summary(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"

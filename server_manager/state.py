@@ -1,0 +1,210 @@
+"""What is running, kept in ``<data_dir>/server`` so the CLI and the GUI agree.
+
+``state.json`` is written atomically (rename); ``api_key`` is owner-only; ``lock`` serialises
+start and stop across processes with ``fcntl.flock``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from server_manager.errors import ServerFailed
+
+STATE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Files of the server manager under the data directory."""
+
+    home: Path
+
+    @property
+    def dir(self) -> Path:
+        """``<data_dir>/server``."""
+        return self.home / "server"
+
+    @property
+    def state(self) -> Path:
+        """The state file shared by every Longdoc process."""
+        return self.dir / "state.json"
+
+    @property
+    def api_key(self) -> Path:
+        """The generated API key (mode 0600)."""
+        return self.dir / "api_key"
+
+    @property
+    def lock(self) -> Path:
+        """The start/stop lock file."""
+        return self.dir / "lock"
+
+    @property
+    def logs(self) -> Path:
+        """The directory of the rotating server log."""
+        return self.dir / "logs"
+
+    @property
+    def log_file(self) -> Path:
+        """The current server log (older ones are ``server.log.1`` ...)."""
+        return self.logs / "server.log"
+
+    @property
+    def supervisor_log(self) -> Path:
+        """The supervisor's own messages (what it did and why)."""
+        return self.logs / "supervisor.log"
+
+    def ensure(self) -> None:
+        """Create the directories, owner-only."""
+        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.logs.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+
+@dataclass
+class ServerState:
+    """The contents of ``state.json``."""
+
+    profile: str
+    kind: str
+    endpoint: str
+    model: str
+    port: int = 0
+    state: str = "starting"  # starting | ready | failed | stopping
+    stage: str = "starting_container"
+    stages: list[str] = field(default_factory=list)
+    runtime: str = ""
+    container: str = ""
+    pid: int = 0  # the native server process
+    supervisor_pid: int = 0
+    restarts: int = 0
+    error: str = ""
+    max_total_num_tokens: int | None = None
+    context_len: int | None = None
+    started_at: float = field(default_factory=time.time)
+    updated_at: float = field(default_factory=time.time)
+    version: int = STATE_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict for the file."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ServerState:
+        """Tolerates unknown keys (a newer Longdoc wrote the file)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def read_state(paths: Paths) -> ServerState | None:
+    """The state file, or None when absent or unreadable."""
+    try:
+        data = json.loads(paths.state.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    try:
+        return ServerState.from_json(data)
+    except TypeError:
+        return None
+
+
+def write_state(paths: Paths, state: ServerState) -> None:
+    """Write atomically so a reader never sees half a file."""
+    paths.ensure()
+    state.updated_at = time.time()
+    tmp = paths.state.with_name(f".state.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(state.to_json(), fh, indent=1)
+    os.replace(tmp, paths.state)
+
+
+def clear_state(paths: Paths) -> None:
+    """Forget the server (it is stopped)."""
+    with contextlib.suppress(FileNotFoundError):
+        paths.state.unlink()
+
+
+def api_key(paths: Paths) -> str:
+    """The server's API key, generated once and stored owner-only."""
+    paths.ensure()
+    try:
+        key = paths.api_key.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        key = ""
+    if key:
+        # Tighten permissions a copy or an old umask may have loosened.
+        if paths.api_key.stat().st_mode & 0o077:
+            os.chmod(paths.api_key, 0o600)
+        return key
+    key = secrets.token_urlsafe(32)
+    tmp = paths.api_key.with_name(f".api_key.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(key + "\n")
+    # link() fails if another process won the race; then its key is the key.
+    try:
+        os.link(tmp, paths.api_key)
+    except FileExistsError:
+        key = paths.api_key.read_text(encoding="utf-8").strip()
+    finally:
+        os.unlink(tmp)
+    return key
+
+
+def read_api_key(paths: Paths) -> str:
+    """The stored key without creating one; empty when there is none."""
+    try:
+        return paths.api_key.read_text(encoding="utf-8").strip()
+    except OSError:
+        return ""
+
+
+@contextlib.contextmanager
+def locked(paths: Paths, timeout_s: float = 120.0) -> Iterator[None]:
+    """Hold the cross-process start/stop lock (flock; released if the holder dies)."""
+    paths.ensure()
+    fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise ServerFailed(
+                        f"Another Longdoc process has been starting or stopping the server "
+                        f"for {timeout_s:.0f} s ({paths.lock} is locked); try again later."
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # closing releases the flock
+
+
+def pid_alive(pid: int) -> bool:
+    """True when a process with this pid exists (and is not a zombie)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
