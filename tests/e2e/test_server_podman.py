@@ -19,6 +19,7 @@ from server_manager import ServerManager, Stage, connection_for
 from server_manager.errors import ServerFailed
 from server_manager.runtime import parse_inspect, parse_port_bindings
 from server_manager.state import pid_alive
+from tests.conftest import CORPUS_DIR
 from tests.e2e.conftest import (
     TEST_MODEL,
     ProfileMaker,
@@ -355,3 +356,24 @@ def test_native_profile_start_ready_stop(managed_home: Path, native_profile: Pro
     with pytest.raises(ProcessLookupError):
         os.killpg(state["pid"], 0)  # no process of its group survives
     assert m.status(gpus=False).state == "stopped"
+
+
+def test_ask_uses_the_managed_server_without_configuration(
+    managed_home: Path, native_profile: ProfileMaker
+) -> None:
+    """With no endpoint configured, `longdoc ask` finds the managed server and its key."""
+    native_profile()
+    (managed_home / "longdoc.toml").write_text('profile = "native-test"\n')
+    started = longdoc_cli(managed_home, "server", "start")
+    assert started.returncode == 0, started.stderr
+    four = CORPUS_DIR / "004-pdflatex-4-pages" / "pdflatex-4-pages.pdf"
+    result = longdoc_cli(managed_home, "ask", str(four), "What is it?", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["answer"].startswith("The document has 4 pages")
+    assert data["model"] == TEST_MODEL
+    stopped = longdoc_cli(managed_home, "server", "stop")
+    assert stopped.returncode == 0
+    down = longdoc_cli(managed_home, "ask", str(four), "Another?")
+    assert down.returncode == 2
+    assert "longdoc server start" in down.stderr
