@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from desktop.answering.client import ChatClient
+from desktop.answering.client import ChatClient, first_token_timeout
 from desktop.answering.events import AnswerDelta, Event, ReasoningDelta, Sent, Stored, Usage
 from desktop.answering.prompt import PageRange, count_prompt_tokens
 from desktop.answering.service import Answerer, Endpoint, Question
@@ -311,3 +311,28 @@ def test_old_sglang_with_reasoning(store: Store) -> None:
         assert any(isinstance(e, ReasoningDelta) for e in events)
         usage = next(e for e in events if isinstance(e, Usage))
         assert usage.cached_tokens == 0
+
+
+def test_first_token_timeout_allows_a_long_prefill(sglang: FakeSGLang) -> None:
+    # 250K tokens on a slow GPU (400 tokens/s) need over ten minutes before the first token.
+    assert first_token_timeout(250_000, 400) > 625
+    assert first_token_timeout(1_000, 400) >= 60
+    stream = ChatClient(sglang.url, API_KEY).stream(
+        [{"role": "user", "content": "hi"}],
+        model="m",
+        max_tokens=5,
+        thinking=False,
+        first_token_timeout_s=first_token_timeout(250_000, 400),
+    )
+    assert stream._http.timeout.read == first_token_timeout(250_000, 400)
+    assert stream._http.timeout.connect == 5.0  # a dead server is still reported at once
+
+
+def test_slow_prefill_is_waited_for(sglang: FakeSGLang, store: Store) -> None:
+    sglang.behaviour.update(prefill_tokens_per_s=400)  # a few seconds of silence
+    doc = make_document(PAGES * 4)
+    started = time.monotonic()
+    events = run(answerer_for(sglang, store), Question(doc, "Slow?"))
+    assert time.monotonic() - started > 1.0
+    assert isinstance(events[-1], Stored)
+    assert events[-1].answer.ttft_s is not None and events[-1].answer.ttft_s > 1.0
