@@ -46,6 +46,10 @@ from desktop.store.db import AnswerKey, Store
 log = logging.getLogger("longdoc.answering")
 
 
+# The question of a pre-warm request: only the prefix before it matters to the cache.
+PREWARM_QUESTION = "Reply with OK."
+
+
 @dataclass(frozen=True)
 class Endpoint:
     """Where to send questions: URL, key, and the model name (empty = the server's first)."""
@@ -209,6 +213,35 @@ class Answerer:
             )
         key = self.cache_key(question, info.id, reserve)
         return Plan(question, pages, info.id, messages, budget, key, list(budget.warnings))
+
+    def prewarm(
+        self,
+        document: Document,
+        pages: PageRange | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Usage | None:
+        """Have the server prefill the document now, so the first real question hits its cache.
+
+        Sends the exact cacheable prefix (instructions + document) with a one-token answer;
+        nothing is stored. Returns the server's usage (``cached_tokens`` shows whether the
+        document was already warm), or None if it reported none.
+        """
+        plan = self.plan(Question(document, PREWARM_QUESTION, pages, thinking=False))
+        usage: Usage | None = None
+        stream = self.client.stream(
+            plan.messages,
+            model=plan.model,
+            max_tokens=1,
+            thinking=False,
+            first_token_timeout_s=first_token_timeout(
+                plan.budget.prompt_tokens, self.settings.min_prefill_rate
+            ),
+            cancel=cancel or threading.Event(),
+        )
+        for event in stream:
+            if isinstance(event, Usage):
+                usage = event
+        return usage
 
     def confirm_tokens(self, plan: Plan) -> int | None:
         """The server's own count of the planned prompt (``/v1/tokenize``), if it offers one."""
