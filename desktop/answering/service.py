@@ -7,6 +7,7 @@ This is the one code path the CLI and the GUI share; both iterate the events of
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Generator
@@ -66,7 +67,7 @@ def resolve_endpoint(settings: Settings) -> Endpoint:
         return Endpoint(settings.endpoint, settings.api_key, settings.model)
     from server_manager import connection_for  # lazy: the manager is optional for ask
 
-    conn = connection_for(data_dir())
+    conn = connection_for(data_dir(), settings)
     if conn is None:
         raise UsageError(
             "No server configured and no Longdoc server running: start one with "
@@ -261,7 +262,9 @@ class Answerer:
             yield hit
             return
         plan = self.plan(question)
-        answer_id = self.store.start_answer(plan.key, {"endpoint": self.endpoint.url})
+        answer_id = self.store.start_answer(
+            plan.key, {"endpoint": self.endpoint.url, "pid": os.getpid()}
+        )
         parts: list[str] = []
         reasoning: list[str] = []
         usage: Usage | None = None

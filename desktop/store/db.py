@@ -8,6 +8,7 @@ migrations applied on open.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -119,6 +120,8 @@ class Store:
             self.db = sqlite_utils.Database(conn)
             with self._write():
                 MIGRATIONS.apply(self.db)
+            # A process killed mid-answer leaves a 'running' row behind; it is incomplete.
+            self.mark_orphaned()
         except (sqlite3.Error, OSError) as exc:
             raise StorageError(f"{self.path}: cannot open the database ({exc})") from exc
 
@@ -347,16 +350,34 @@ class Store:
             )
         return [_answer(r) for r in rows]
 
-    def mark_stale_running(self, older_than_s: float = 0.0) -> int:
-        """Answers left 'running' by a process that died become 'incomplete'."""
-        cutoff = time.time() - older_than_s
-        with self._write():
-            cur = self.db.execute(
-                "UPDATE answers SET status = 'incomplete', error = 'interrupted'"
-                " WHERE status = 'running' AND created_at < ?",
-                [cutoff],
-            )
-            return int(cur.rowcount)
+    def mark_orphaned(self) -> int:
+        """Answers left 'running' by a process that has died become 'incomplete'."""
+        with self._lock:
+            rows = self.db.execute(
+                "SELECT id, extra FROM answers WHERE status = 'running'"
+            ).fetchall()
+        dead = [row[0] for row in rows if not _pid_alive(json.loads(row[1] or "{}").get("pid"))]
+        if dead:
+            with self._write():
+                self.db.execute(
+                    "UPDATE answers SET status = 'incomplete', error = 'interrupted'"
+                    f" WHERE status = 'running' AND id IN ({', '.join('?' * len(dead))})",
+                    dead,
+                )
+        return len(dead)
+
+
+def _pid_alive(pid: object) -> bool:
+    """True if a process with this pid exists (a row without a pid counts as dead)."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _answer(row: dict[str, Any]) -> StoredAnswer:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import sqlite3
 from pathlib import Path
 
@@ -66,13 +67,18 @@ def test_only_complete_answers_are_cache_hits(tmp_path: Path) -> None:
     assert [a.status for a in store.answers_for("abc")] == ["incomplete", "complete"]
 
 
-def test_stale_running_answers_become_incomplete(tmp_path: Path) -> None:
+def test_answers_of_dead_processes_become_incomplete(tmp_path: Path) -> None:
     store = Store(tmp_path / "db.sqlite")
-    answer_id = store.start_answer(key("abc"))
-    assert store.mark_stale_running() == 1
-    answer = store.get_answer(answer_id)
-    assert answer is not None
-    assert answer.status == "incomplete"
+    mine = store.start_answer(key("abc"), {"pid": os.getpid()})
+    # Above Linux's largest pid_max (2**22), so no process can have it.
+    orphan = store.start_answer(key("abc", "other"), {"pid": 2**22 + 12345})
+    assert store.mark_orphaned() == 1
+    assert store.get_answer(mine).status == "running"  # type: ignore[union-attr]
+    assert store.get_answer(orphan).status == "incomplete"  # type: ignore[union-attr]
+    store.close()
+    # Opening the store cleans up too.
+    leftover = Store(tmp_path / "db.sqlite")
+    assert leftover.get_answer(orphan).error == "interrupted"  # type: ignore[union-attr]
 
 
 def _writer(path: str, worker: int, count: int) -> None:

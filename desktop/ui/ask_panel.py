@@ -1,0 +1,542 @@
+"""Ask about the open document: question box, budget, page range, history, the answer."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, QTimer, Signal, Slot
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import (
+    QApplication,
+    QCheckBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMenu,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop.answering.events import AnswerDelta, Finished, ReasoningDelta, Sent, Stored, Usage
+from desktop.answering.prompt import PageRange
+from desktop.answering.service import Question
+from desktop.documents.model import Document
+from desktop.errors import (
+    Cancelled,
+    DocumentTooLarge,
+    LongdocError,
+    ServerUnavailable,
+    UsageError,
+    suggest_page_end,
+)
+from desktop.store.db import StoredAnswer
+from desktop.ui import messages, tasks
+from desktop.ui.answer_view import AnswerView
+from desktop.ui.budget_bar import BudgetBar
+from desktop.ui.export import answer_markdown, history_markdown
+from desktop.ui.session import BudgetView, Session
+
+log = logging.getLogger("longdoc.ui.ask")
+
+BUDGET_DEBOUNCE_MS = 400
+
+
+class QuestionEdit(QPlainTextEdit):
+    """Enter asks, Shift+Enter breaks the line."""
+
+    submitted = Signal()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        if enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+            self.submitted.emit()
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+
+class AskPanel(QWidget):
+    """The right-hand side of the window."""
+
+    answer_started = Signal()
+    answer_finished = Signal(object)  # StoredAnswer, or the exception that ended it
+    citation_clicked = Signal(object, object)  # label, number
+    server_start_requested = Signal()
+    settings_requested = Signal()
+    busy_changed = Signal(bool)
+
+    def __init__(self, session: Session, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.document: Document | None = None
+        self.history: list[StoredAnswer] = []
+        self._task: tasks.Task[None] | None = None
+        self._question: Question | None = None
+        self._budget_task: tasks.Task[BudgetView] | None = None
+        self._budget_dirty = False
+        self.tokens_received = 0  # answer and reasoning deltas in the current answer
+        self._suggested = ""
+
+        self.history_list = QListWidget()
+        self.history_list.setObjectName("history")
+        self.history_list.setWordWrap(True)
+        self.history_list.currentItemChanged.connect(self._on_history_current_item_changed)
+        history_box = QWidget()
+        history_layout = QVBoxLayout(history_box)
+        history_layout.setContentsMargins(0, 0, 0, 0)
+        self.history_title = QLabel("Questions about this document")
+        history_layout.addWidget(self.history_title)
+        history_layout.addWidget(self.history_list)
+
+        self.answer_view = AnswerView()
+        self.answer_view.citation_clicked.connect(self.citation_clicked)
+        self.answer_view.ask_again_requested.connect(self._on_answer_view_ask_again_requested)
+        self.answer_view.copy_requested.connect(self.copy_answer)
+        self.answer_view.export_requested.connect(self._on_answer_view_export_requested)
+        self.answer_view.action_requested.connect(self._on_answer_view_action_requested)
+
+        self.splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter.setObjectName("askSplitter")
+        self.splitter.addWidget(history_box)
+        self.splitter.addWidget(self.answer_view)
+        self.splitter.setStretchFactor(0, 1)
+        self.splitter.setStretchFactor(1, 4)
+        self.splitter.setChildrenCollapsible(False)
+
+        self.budget_bar = BudgetBar()
+        self.question_edit = QuestionEdit()
+        self.question_edit.setObjectName("question")
+        self.question_edit.setPlaceholderText(
+            "Ask about the whole document… (Enter asks, Shift+Enter for a new line)"
+        )
+        self.question_edit.setTabChangesFocus(True)
+        self.question_edit.submitted.connect(self.ask)
+        self.question_edit.textChanged.connect(self._schedule_budget)
+        metrics = self.question_edit.fontMetrics()
+        self.question_edit.setFixedHeight(metrics.lineSpacing() * 3 + 14)
+
+        self.pages_edit = QLineEdit()
+        self.pages_edit.setObjectName("pages")
+        self.pages_edit.setPlaceholderText("all pages")
+        self.pages_edit.setToolTip("Ask about a page range only, e.g. 1-120 (page numbers)")
+        self.pages_edit.setMaximumWidth(110)
+        self.pages_edit.textChanged.connect(self._on_pages_edit_text_changed)
+        self.pages_hint = QLabel()
+        self.pages_hint.setTextFormat(Qt.TextFormat.PlainText)
+        self.suggest_button = QPushButton()
+        self.suggest_button.hide()
+        self.suggest_button.clicked.connect(self._on_suggest_button_clicked)
+        self.think_box = QCheckBox("Think")
+        self.think_box.setToolTip("Let the model reason before answering (slower, often better)")
+        self.think_box.setChecked(session.settings.thinking)
+        self.think_box.toggled.connect(self._schedule_budget)
+        self.ask_button = QPushButton("Ask")
+        self.ask_button.setDefault(True)
+        self.ask_button.setToolTip("Ask (Enter, or Ctrl+Enter anywhere)")
+        self.ask_button.clicked.connect(self._on_ask_button_clicked)
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setToolTip("Stop the answer (Esc); what arrived is kept")
+        self.stop_button.clicked.connect(self.stop)
+        self.stop_button.setEnabled(False)
+
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Pages:"))
+        row.addWidget(self.pages_edit)
+        row.addWidget(self.suggest_button)
+        row.addWidget(self.pages_hint, 1)
+        row.addWidget(self.think_box)
+        row.addWidget(self.stop_button)
+        row.addWidget(self.ask_button)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addWidget(self.splitter, 1)
+        layout.addWidget(self.budget_bar)
+        layout.addWidget(self.question_edit)
+        layout.addLayout(row)
+
+        self._budget_timer = QTimer(self)
+        self._budget_timer.setSingleShot(True)
+        self._budget_timer.setInterval(BUDGET_DEBOUNCE_MS)
+        self._budget_timer.timeout.connect(self.refresh_budget)
+        self.set_document(None)
+
+    # --- document -------------------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        """An answer is on its way."""
+        return self._task is not None and not self._task.done
+
+    def set_document(self, doc: Document | None) -> None:
+        """Ask about ``doc`` from now on (stops an answer about another document)."""
+        if doc is not None and self.document is not None and doc.sha256 == self.document.sha256:
+            return
+        if self.busy:
+            self.stop()
+            messages.info("Stopped the answer: another document was opened.")
+        self.document = doc
+        self.history = []
+        self.history_list.clear()
+        self.answer_view.reset()
+        self.pages_edit.clear()
+        enabled = doc is not None
+        for widget in (self.question_edit, self.pages_edit, self.think_box, self.ask_button):
+            widget.setEnabled(enabled)
+        self.history_title.setText(
+            "Questions about this document" if doc else "Open a document to ask about it"
+        )
+        if doc is None:
+            self.budget_bar.show_unknown("")
+            return
+        self.refresh_history()
+        self.refresh_budget()
+
+    def refresh_history(self, select_id: int | None = None) -> None:
+        """Reload the questions asked about the document (off the UI thread)."""
+        doc = self.document
+        if doc is None:
+            return
+        store = self.session.store
+
+        def loaded(answers: list[StoredAnswer]) -> None:
+            if self.document is None or self.document.sha256 != doc.sha256:
+                return
+            self._fill_history(answers, select_id)
+
+        tasks.run_call(
+            lambda: store.answers_for(doc.sha256),
+            success=loaded,
+            failure=messages.error,
+            name="history",
+        )
+
+    def _fill_history(self, answers: list[StoredAnswer], select_id: int | None) -> None:
+        self.history = answers
+        self.history_list.blockSignals(True)
+        self.history_list.clear()
+        for answer in reversed(answers):  # newest first
+            text = answer.question.strip().replace("\n", " ")
+            if answer.status != "complete":
+                text = f"{text}  ({answer.status})"
+            item = QListWidgetItem(text)
+            item.setData(Qt.ItemDataRole.UserRole, answer.id)
+            item.setToolTip(answer.question)
+            self.history_list.addItem(item)
+            if answer.id == select_id:
+                self.history_list.setCurrentItem(item)
+        self.history_list.blockSignals(False)
+
+    @Slot(QListWidgetItem, QListWidgetItem)
+    def _on_history_current_item_changed(
+        self, current: QListWidgetItem | None, _previous: QListWidgetItem | None
+    ) -> None:
+        if current is None or self.busy or self.document is None:
+            return
+        answer_id = current.data(Qt.ItemDataRole.UserRole)
+        answer = next((a for a in self.history if a.id == answer_id), None)
+        if answer is not None:
+            self.answer_view.show_answer(answer, len(self.document.pages))
+
+    # --- budget ---------------------------------------------------------------------------
+
+    @Slot()
+    def _schedule_budget(self) -> None:
+        self._budget_timer.start()
+
+    def refresh_budget(self) -> None:
+        """Recount the prompt against the server's context (off the UI thread)."""
+        doc = self.document
+        if doc is None:
+            return
+        if self._budget_task is not None and not self._budget_task.done:
+            self._budget_dirty = True
+            return
+        try:
+            pages = self._pages()
+        except ValueError:
+            return
+        question = self.question_edit.toPlainText()
+        thinking = self.think_box.isChecked()
+        session = self.session
+
+        def done(view: BudgetView) -> None:
+            if self.document is doc:
+                self._show_budget(view)
+
+        def failed(exc: BaseException) -> None:
+            if self.document is doc:
+                self.budget_bar.show_unknown(f"Context budget unknown: {messages.describe(exc)}")
+
+        self._budget_task = tasks.run_call(
+            lambda: session.budget(doc, pages, question, thinking),
+            success=done,
+            failure=failed,
+            name="budget",
+        )
+        self._budget_task.finished.connect(self._on_budget_task_finished)
+
+    @Slot()
+    def _on_budget_task_finished(self) -> None:
+        if self._budget_dirty:
+            self._budget_dirty = False
+            self.refresh_budget()
+
+    def _show_budget(self, view: BudgetView) -> None:
+        self.budget_bar.show_budget(view)
+        budget = view.budget
+        if budget.fits:
+            self.suggest_button.hide()
+            return
+        end = suggest_page_end(
+            view.pages.last - view.pages.first + 1, budget.prompt_tokens, budget.prompt_limit
+        )
+        first = view.pages.first
+        self._suggested = f"{first}-{first + end - 1}"
+        self.suggest_button.setText(f"Use pages {self._suggested}")
+        self.suggest_button.show()
+
+    @Slot()
+    def _on_suggest_button_clicked(self) -> None:
+        self.pages_edit.setText(self._suggested)
+        self.question_edit.setFocus()
+
+    def _pages(self) -> PageRange | None:
+        """The chosen range; None for the whole document. Raises ValueError."""
+        text = self.pages_edit.text().strip()
+        if not text or self.document is None or text.lower() == "all":
+            return None
+        return PageRange.parse(text, len(self.document.pages))
+
+    @Slot(str)
+    def _on_pages_edit_text_changed(self, _text: str) -> None:
+        try:
+            pages = self._pages()
+        except ValueError as exc:
+            self.pages_hint.setText(str(exc))
+            return
+        if pages is None or self.document is None:
+            self.pages_hint.clear()
+        else:
+            self.pages_hint.setText(pages.describe(len(self.document.pages)))
+        self._schedule_budget()
+
+    # --- asking ---------------------------------------------------------------------------
+
+    @Slot()
+    def _on_ask_button_clicked(self) -> None:
+        self.ask()
+
+    @Slot()
+    def _on_answer_view_ask_again_requested(self) -> None:
+        answer = self.answer_view.answer
+        if answer is not None and self.document is not None:
+            self.question_edit.setPlainText(answer.question)
+            doc_pages = len(self.document.pages)
+            if (answer.first_page, answer.last_page) != (1, doc_pages):
+                self.pages_edit.setText(f"{answer.first_page}-{answer.last_page}")
+            else:
+                self.pages_edit.clear()
+            self.think_box.setChecked(answer.thinking)
+        self.ask(use_cache=False)
+
+    def ask(self, use_cache: bool = True) -> bool:
+        """Ask the question in the box; False (with the reason shown) if it cannot be."""
+        if self.busy:
+            return False
+        doc = self.document
+        if doc is None:
+            messages.info("Open a document first.")
+            return False
+        text = self.question_edit.toPlainText().strip()
+        if not text:
+            self.question_edit.setFocus()
+            messages.info("Type a question first.")
+            return False
+        try:
+            pages = self._pages()
+        except ValueError as exc:
+            self.pages_hint.setText(str(exc))
+            self.pages_edit.setFocus()
+            return False
+        question = Question(doc, text, pages, self.think_box.isChecked(), use_cache)
+        scope = ""
+        if pages is not None and (pages.first, pages.last) != (1, len(doc.pages)):
+            scope = f"About {pages.describe(len(doc.pages))} only"
+        self._question = question
+        self.tokens_received = 0
+        self.answer_view.start(text, scope)
+        self.history_list.clearSelection()
+        session = self.session
+        self._task = tasks.run_stream(
+            lambda cancel: session.answerer().ask(question, cancel),
+            events=self._on_answer_events,
+            success=self._on_answer_done,
+            failure=self._on_answer_failed,
+            name="answer",
+        )
+        self._set_busy(True)
+        self.answer_started.emit()
+        return True
+
+    def stop(self) -> None:
+        """Stop the answer; the core stores what arrived as incomplete."""
+        if self._task is not None and not self._task.done:
+            self._task.cancel()
+            self.stop_button.setEnabled(False)
+
+    def _set_busy(self, busy: bool) -> None:
+        self.ask_button.setEnabled(not busy and self.document is not None)
+        self.stop_button.setEnabled(busy)
+        self.history_list.setEnabled(not busy)
+        self.busy_changed.emit(busy)
+
+    def _on_answer_events(self, batch: list[Any]) -> None:
+        """A batch of events from the worker: text deltas are joined, rendered once."""
+        answer: list[str] = []
+        reasoning: list[str] = []
+
+        def flush() -> None:
+            if reasoning:
+                self.answer_view.append_reasoning("".join(reasoning))
+                reasoning.clear()
+            if answer:
+                self.answer_view.append_answer("".join(answer))
+                answer.clear()
+
+        for event in batch:
+            if isinstance(event, AnswerDelta):
+                if reasoning:
+                    flush()
+                answer.append(event.text)
+                self.tokens_received += 1
+            elif isinstance(event, ReasoningDelta):
+                if answer:
+                    flush()
+                reasoning.append(event.text)
+                self.tokens_received += 1
+            else:
+                flush()
+                self._on_answer_event(event)
+        flush()
+
+    def _on_answer_event(self, event: Any) -> None:
+        doc = self.document
+        if isinstance(event, Sent):
+            self.answer_view.on_sent(event, self.session.prefill_estimate(event.prompt_tokens))
+        elif isinstance(event, Stored):
+            self.answer_view.finish(event, len(doc.pages) if doc else 0)
+            self.session.learn([event.answer])
+            self.refresh_history(select_id=event.answer.id)
+        elif isinstance(event, Usage | Finished):
+            pass  # the stored answer carries the same figures
+
+    def _on_answer_done(self, _result: None) -> None:
+        self._set_busy(False)
+        answer = self.answer_view.answer
+        self.answer_finished.emit(answer)
+
+    def _on_answer_failed(self, exc: BaseException) -> None:
+        self._set_busy(False)
+        managed = not self.session.settings.endpoint
+        if isinstance(exc, Cancelled):
+            self.answer_view.fail("Stopped. What arrived is kept in the history as incomplete.")
+        elif isinstance(exc, DocumentTooLarge):
+            self.answer_view.fail(f"Not sent: {exc.reason}.")
+            self.refresh_budget()
+            self.pages_edit.setFocus()
+        elif isinstance(exc, ServerUnavailable | UsageError) and _about_server(exc):
+            text = f"The server is not ready: {exc}"
+            if managed:
+                self.answer_view.fail(text, "start-server", "Start the server")
+            else:
+                self.answer_view.fail(text, "settings", "Settings…")
+        elif isinstance(exc, LongdocError):
+            self.answer_view.fail(str(exc))
+            messages.error(exc)
+        else:
+            self.answer_view.fail(messages.describe(exc))
+            messages.error(exc, self, serious=True)
+        self.refresh_history()
+        self.answer_finished.emit(exc)
+
+    @Slot(str)
+    def _on_answer_view_action_requested(self, action: str) -> None:
+        if action == "start-server":
+            self.server_start_requested.emit()
+        elif action == "settings":
+            self.settings_requested.emit()
+
+    # --- copy and export ----------------------------------------------------------------
+
+    def current_answer_markdown(self) -> str | None:
+        """The shown answer as Markdown, or None."""
+        answer = self.answer_view.answer
+        doc = self.document
+        if answer is None or doc is None:
+            return None
+        return answer_markdown(answer, doc.title, len(doc.pages))
+
+    def history_as_markdown(self) -> str | None:
+        """Every answer about the document as Markdown, or None."""
+        doc = self.document
+        if doc is None:
+            return None
+        return history_markdown(doc.title, doc.path, self.history, len(doc.pages))
+
+    def copy_answer(self) -> None:
+        """Put the shown answer on the clipboard as Markdown."""
+        text = self.current_answer_markdown()
+        if text is not None:
+            QApplication.clipboard().setText(text)
+            messages.info("Copied the answer as Markdown.")
+
+    @Slot()
+    def _on_answer_view_export_requested(self) -> None:
+        menu = QMenu(self)
+        menu.addAction("This answer…", lambda: self.export(whole_history=False))
+        menu.addAction("All questions about this document…", lambda: self.export(True))
+        menu.exec(
+            self.answer_view.export_button.mapToGlobal(
+                self.answer_view.export_button.rect().bottomLeft()
+            )
+        )
+
+    def export(self, whole_history: bool) -> None:
+        """Save the answer or the history as a Markdown file chosen by the user."""
+        text = self.history_as_markdown() if whole_history else self.current_answer_markdown()
+        if text is None or self.document is None:
+            return
+        stem = Path(self.document.path).stem or "longdoc"
+        suggested = f"{stem}-{'questions' if whole_history else 'answer'}.md"
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export as Markdown", suggested, "Markdown (*.md)"
+        )
+        if not path:
+            return
+        try:
+            Path(path).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            messages.error(f"Could not save {path}: {exc.strerror or exc}", self, serious=True)
+            return
+        messages.info(f"Saved {path}.")
+
+    def shutdown(self, timeout_ms: int = 10_000) -> None:
+        """Stop a running answer and wait until the core has stored it (window closing)."""
+        if self.busy and self._task is not None:
+            self._task.cancel()
+            self._task.detach()
+            tasks.wait_all(timeout_ms)
+
+
+def _about_server(exc: LongdocError) -> bool:
+    """Is this error about the server being absent or not ready?"""
+    return isinstance(exc, ServerUnavailable) or "server" in str(exc).lower()

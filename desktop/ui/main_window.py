@@ -1,0 +1,427 @@
+"""The main window: library | document | ask panel, menus, shortcuts, status bar."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Slot
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QDragEnterEvent,
+    QDropEvent,
+    QKeySequence,
+    QPalette,
+    QShowEvent,
+)
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QSplitter,
+)
+
+from desktop.config import Settings, data_dir, load_settings
+from desktop.documents import SUPPORTED_SUFFIXES
+from desktop.documents.model import Document
+from desktop.errors import ConfigError
+from desktop.ui import messages, tasks
+from desktop.ui.ask_panel import AskPanel
+from desktop.ui.document_view import DocumentView
+from desktop.ui.library_panel import LibraryPanel
+from desktop.ui.server_panel import ServerIndicator, ServerMonitor, ServerPanel
+from desktop.ui.session import Session
+from desktop.ui.settings_dialog import SettingsDialog
+from server_manager import ServerManager, ServerStatus
+
+log = logging.getLogger("longdoc.ui")
+
+INFO_TIMEOUT_MS = 6_000
+
+
+def ui_settings() -> QSettings:
+    """Window geometry and splitters, kept beside the rest of Longdoc's state."""
+    return QSettings(str(data_dir() / "ui.ini"), QSettings.Format.IniFormat)
+
+
+class MainWindow(QMainWindow):
+    """Longdoc's window."""
+
+    def __init__(self, session: Session, poll_ms: int = 2_000) -> None:
+        super().__init__()
+        self.session = session
+        self.setWindowTitle("Longdoc")
+        self.setObjectName("mainWindow")
+        self.setAcceptDrops(True)
+        self.document: Document | None = None
+        self._server_state: str | None = None
+        self._context_task: tasks.Task[int] | None = None
+        self.server_panel: ServerPanel | None = None
+        self._splitters_restored = False
+
+        self.library = LibraryPanel(session.store)
+        self.doc_view = DocumentView()
+        self.ask_panel = AskPanel(session)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.setObjectName("mainSplitter")
+        self.splitter.addWidget(self.library)
+        self.splitter.addWidget(self.doc_view)
+        self.splitter.addWidget(self.ask_panel)
+        self.splitter.setStretchFactor(0, 2)
+        self.splitter.setStretchFactor(1, 5)
+        self.splitter.setStretchFactor(2, 4)
+        self.splitter.setChildrenCollapsible(False)
+        # Explicit minimums: the toolbars' own hints would add up to more than a small
+        # laptop screen (or the 800-pixel offscreen one) and push the window off screen.
+        self.library.setMinimumWidth(150)
+        self.doc_view.setMinimumWidth(220)
+        self.ask_panel.setMinimumWidth(280)
+        self.setCentralWidget(self.splitter)
+
+        self.message_label = QLabel()
+        self.message_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.message_label.setObjectName("messageLabel")
+        self.statusBar().addWidget(self.message_label, 1)
+        self.indicator = ServerIndicator()
+        self.statusBar().addPermanentWidget(self.indicator)
+        self._message_timer = QTimer(self)
+        self._message_timer.setSingleShot(True)
+        self._message_timer.timeout.connect(self.message_label.clear)
+
+        self.monitor = ServerMonitor(session.settings, poll_ms)
+        self.monitor.status_changed.connect(self._on_monitor_status_changed)
+        self.indicator.clicked.connect(self.show_server_panel)
+
+        self.library.add_button.clicked.connect(self.open_files)
+        self.library.document_selected.connect(self._on_library_document_selected)
+        self.library.document_opened.connect(self._on_library_document_opened)
+        self.ask_panel.citation_clicked.connect(self._on_ask_panel_citation_clicked)
+        self.ask_panel.server_start_requested.connect(self._on_ask_panel_server_start_requested)
+        self.ask_panel.settings_requested.connect(self.show_settings)
+        self.ask_panel.answer_finished.connect(self._on_ask_panel_answer_finished)
+
+        self._make_actions()
+        self._restore()
+        bus = messages.bus()
+        bus.message_posted.connect(self._on_bus_message_posted)
+        for message in bus.attach():
+            self._on_bus_message_posted(message)
+        self.library.refresh()
+        self.monitor.start()
+        tasks.run_call(session.recent_answers, success=session.learn, name="learn rates")
+
+    # --- actions and shortcuts ---------------------------------------------------------
+
+    def _action(
+        self,
+        text: str,
+        shortcut: QKeySequence | QKeySequence.StandardKey | str | None,
+        slot: object,
+    ) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        action.triggered.connect(slot)
+        self.addAction(action)
+        return action
+
+    def _make_actions(self) -> None:
+        menu = self.menuBar()
+        file_menu = menu.addMenu("&File")
+        self.open_action = self._action("&Open…", QKeySequence.StandardKey.Open, self.open_files)
+        file_menu.addAction(self.open_action)
+        file_menu.addAction(self._action("Add &folder…", None, self.open_folder))
+        file_menu.addSeparator()
+        file_menu.addAction(
+            self._action("&Export all questions…", None, lambda: self.ask_panel.export(True))
+        )
+        file_menu.addSeparator()
+        file_menu.addAction(self._action("&Settings…", "Ctrl+,", self.show_settings))
+        file_menu.addSeparator()
+        file_menu.addAction(self._action("&Quit", QKeySequence.StandardKey.Quit, self.close))
+
+        ask_menu = menu.addMenu("&Ask")
+        self.ask_action = self._action("&Ask", "Ctrl+Return", self._on_ask_action_triggered)
+        self.stop_action = self._action("&Stop", "Esc", self.ask_panel.stop)
+        ask_menu.addAction(self.ask_action)
+        ask_menu.addAction(self.stop_action)
+        ask_menu.addAction(self._action("&Copy answer", "Ctrl+Shift+C", self.ask_panel.copy_answer))
+
+        view_menu = menu.addMenu("&View")
+        view_menu.addAction(
+            self._action("&Find…", QKeySequence.StandardKey.Find, self.doc_view.focus_find)
+        )
+        view_menu.addAction(
+            self._action("Find &next", QKeySequence.StandardKey.FindNext, self.doc_view.find_next)
+        )
+        view_menu.addSeparator()
+        view_menu.addAction(self._action("Ne&xt page", "Ctrl+PgDown", self.doc_view.next_page))
+        view_menu.addAction(
+            self._action("&Previous page", "Ctrl+PgUp", self.doc_view.previous_page)
+        )
+        view_menu.addAction(self._action("&Go to page…", "Ctrl+G", self._on_go_to_page_triggered))
+        view_menu.addSeparator()
+        view_menu.addAction(
+            self._action("Zoom &in", QKeySequence.StandardKey.ZoomIn, self.doc_view.zoom_in)
+        )
+        view_menu.addAction(
+            self._action("Zoom &out", QKeySequence.StandardKey.ZoomOut, self.doc_view.zoom_out)
+        )
+        view_menu.addAction(self._action("Fit &width", "Ctrl+0", self.doc_view.fit_width))
+
+        server_menu = menu.addMenu("&Server")
+        server_menu.addAction(self._action("Server &panel…", None, self.show_server_panel))
+
+    @Slot()
+    def _on_ask_action_triggered(self) -> None:
+        self.ask_panel.ask()
+
+    @Slot()
+    def _on_go_to_page_triggered(self) -> None:
+        self.doc_view.page_edit.setFocus()
+        self.doc_view.page_edit.selectAll()
+
+    # --- messages -------------------------------------------------------------------------
+
+    @Slot(object)
+    def _on_bus_message_posted(self, message: messages.Message) -> None:
+        self.message_label.setText(message.text)
+        role = (
+            QPalette.ColorRole.WindowText
+            if message.level is messages.Level.INFO
+            else QPalette.ColorRole.Link
+        )
+        self.message_label.setForegroundRole(role)
+        font = self.message_label.font()
+        font.setBold(message.level is messages.Level.ERROR)
+        self.message_label.setFont(font)
+        # Errors stay until the next message; notes fade.
+        if message.level is messages.Level.INFO:
+            self._message_timer.start(INFO_TIMEOUT_MS)
+        else:
+            self._message_timer.stop()
+
+    # --- documents ------------------------------------------------------------------------
+
+    def add_paths(self, paths: list[Path]) -> None:
+        """Add files and folders (command line, Open dialog, drop)."""
+        self.library.add_paths(paths)
+
+    def open_files(self) -> None:
+        """The Open dialog."""
+        patterns = " ".join(f"*{s}" for s in sorted(SUPPORTED_SUFFIXES))
+        files, _ = QFileDialog.getOpenFileNames(
+            self, "Add documents", "", f"Documents ({patterns});;All files (*)"
+        )
+        self.add_paths([Path(f) for f in files])
+
+    def open_folder(self) -> None:
+        """Add every document in a folder."""
+        folder = QFileDialog.getExistingDirectory(self, "Add a folder of documents")
+        if folder:
+            self.add_paths([Path(folder)])
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if event.mimeData().hasUrls() and any(u.isLocalFile() for u in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        paths = [Path(u.toLocalFile()) for u in event.mimeData().urls() if u.isLocalFile()]
+        if paths:
+            event.acceptProposedAction()
+            self.add_paths(paths)
+
+    @Slot(str)
+    def _on_library_document_selected(self, sha: str) -> None:
+        if self.document is not None and self.document.sha256 == sha:
+            return
+        store = self.session.store
+
+        def loaded(doc: Document | None) -> None:
+            if doc is None:
+                messages.warning("That document is no longer in the library.")
+                self.library.refresh()
+                return
+            if self.library.selected_sha() == sha:
+                self.show_document(doc)
+
+        tasks.run_call(
+            lambda: store.load_document(sha), success=loaded, failure=messages.error, name="load"
+        )
+
+    @Slot(object)
+    def _on_library_document_opened(self, doc: Document) -> None:
+        self.show_document(doc)
+        self.library.select(doc.sha256)
+
+    def show_document(self, doc: Document) -> None:
+        """Show a document and ask about it."""
+        self.document = doc
+        self.setWindowTitle(f"{doc.title} — Longdoc")
+        self.doc_view.show_document(doc)
+        self.ask_panel.set_document(doc)
+        self.ask_panel.question_edit.setFocus()
+
+    @Slot(object, object)
+    def _on_ask_panel_citation_clicked(self, label: str | None, number: int | None) -> None:
+        if not self.doc_view.go_to_citation(label, number):
+            cited = label if label is not None else f"#{number}"
+            messages.warning(f"The answer cites page {cited}, which this document does not have.")
+
+    @Slot(object)
+    def _on_ask_panel_answer_finished(self, _result: object) -> None:
+        self.monitor.poll()
+
+    # --- server ---------------------------------------------------------------------------
+
+    @Slot(object)
+    def _on_monitor_status_changed(self, status: ServerStatus) -> None:
+        self.indicator.set_status(status)
+        became_ready = status.state in ("ready", "busy") and self._server_state not in (
+            "ready",
+            "busy",
+        )
+        self._server_state = status.state
+        if became_ready:
+            self._fetch_context()
+        elif status.state in ("stopped", "failed"):
+            self.library.set_context(None, self.session.settings.answer_reserve)
+
+    def _fetch_context(self) -> None:
+        session = self.session
+
+        def known(context: int) -> None:
+            self.library.set_context(context, session.settings.answer_reserve)
+            self.ask_panel.refresh_budget()
+
+        self._context_task = tasks.run_call(
+            session.context_length,
+            success=known,
+            failure=lambda exc: log.info("context length unknown: %s", exc),
+            name="context length",
+        )
+
+    def show_server_panel(self) -> None:
+        """The server panel (non-modal)."""
+        if self.server_panel is None:
+            self.server_panel = ServerPanel(self.monitor, self)
+            self.server_panel.settings_changed.connect(self._apply_settings)
+        self.server_panel.show()
+        self.server_panel.raise_()
+
+    @Slot()
+    def _on_ask_panel_server_start_requested(self) -> None:
+        self.show_server_panel()
+        assert self.server_panel is not None
+        self.server_panel.start_server()
+
+    # --- settings -------------------------------------------------------------------------
+
+    def show_settings(self) -> SettingsDialog:
+        """The settings dialog (edits the file's values, not environment overrides)."""
+        try:
+            file_settings = load_settings(env=False)
+        except ConfigError as exc:
+            messages.error(exc)
+            file_settings = Settings()
+        dialog = SettingsDialog(file_settings, self)
+        dialog.settings_saved.connect(self._on_settings_dialog_saved)
+        dialog.open()
+        return dialog
+
+    @Slot(object)
+    def _on_settings_dialog_saved(self, _saved: Settings) -> None:
+        try:
+            settings = load_settings()  # the environment's overrides apply again
+        except ConfigError as exc:
+            messages.error(exc, self, serious=True)
+            return
+        self._apply_settings(settings)
+        messages.info("Settings saved.")
+
+    @Slot(object)
+    def _apply_settings(self, settings: Settings) -> None:
+        self.session.update_settings(settings)
+        self.monitor.set_settings(settings)
+        self._server_state = None
+        self.ask_panel.think_box.setChecked(settings.thinking)
+        self.ask_panel.refresh_budget()
+
+    # --- geometry -------------------------------------------------------------------------
+
+    def _restore(self) -> None:
+        store = ui_settings()
+        geometry = store.value("window/geometry")
+        if isinstance(geometry, QByteArray) and not geometry.isEmpty():
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1400, 860)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        """Restore the splitters once the window has its size (before that, Qt squeezes
+        the saved sizes into the unlaid-out splitter and the proportions are lost)."""
+        super().showEvent(event)
+        if not self._splitters_restored:
+            self._splitters_restored = True
+            # After the platform has settled the window's size (next event-loop turn).
+            QTimer.singleShot(0, self._restore_splitters)
+
+    def _restore_splitters(self) -> None:
+        store = ui_settings()
+        for name, splitter in self._splitters().items():
+            state = store.value(f"splitters/{name}")
+            if isinstance(state, QByteArray) and not state.isEmpty():
+                splitter.restoreState(state)
+            elif name == "main":
+                splitter.setSizes([280, 620, 500])
+
+    def _splitters(self) -> dict[str, QSplitter]:
+        return {"main": self.splitter, "ask": self.ask_panel.splitter}
+
+    def save_layout(self) -> None:
+        """Remember geometry and splitters."""
+        store = ui_settings()
+        store.setValue("window/geometry", self.saveGeometry())
+        for name, splitter in self._splitters().items():
+            store.setValue(f"splitters/{name}", splitter.saveState())
+        store.sync()
+
+    # --- quitting -------------------------------------------------------------------------
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        """Stop a running answer (stored as incomplete); stop the server only if asked to."""
+        self.save_layout()
+        if self.ask_panel.busy:
+            messages.info("Stopping the answer…")
+        self.ask_panel.shutdown()
+        self.monitor.stop()
+        if self.server_panel is not None:
+            self.server_panel.close()
+        self._maybe_stop_server()
+        messages.bus().detach()
+        with contextlib.suppress(RuntimeError, TypeError):  # already disconnected
+            messages.bus().message_posted.disconnect(self._on_bus_message_posted)
+        tasks.wait_all(5_000)
+        event.accept()
+
+    def _maybe_stop_server(self) -> None:
+        settings = self.session.settings
+        status = self.monitor.status
+        if settings.endpoint or settings.keep_server_running or status is None:
+            return
+        if status.state not in ("starting", "ready", "busy"):
+            return
+        answer = QMessageBox.question(
+            self,
+            "Longdoc",
+            "Stop the Longdoc server too? It takes a while to load again.",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            QMessageBox.StandardButton.Yes,
+        )
+        if answer == QMessageBox.StandardButton.Yes:
+            manager = ServerManager(data_dir(), settings)
+            tasks.run_call(manager.stop, failure=messages.error, name="stop server")

@@ -1,0 +1,119 @@
+"""One channel for messages to the user (in the manner of qutebrowser's ``utils/message``).
+
+Everything the user should read goes through ``info``, ``warning`` or ``error``. Messages
+posted before the main window connects are buffered and replayed. Serious errors also get
+a dialog. The text is the core error's own sentence: no tracebacks, no re-wording.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from enum import Enum
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import QMessageBox, QWidget
+
+from desktop.errors import LongdocError
+
+log = logging.getLogger("longdoc.ui")
+
+
+class Level(Enum):
+    """How loud a message is."""
+
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message for the user."""
+
+    level: Level
+    text: str
+
+
+class MessageBus(QObject):
+    """Carries messages to whatever shows them (the main window's status area)."""
+
+    message_posted = Signal(object)  # Message
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._buffer: list[Message] = []
+        self._connected = False
+        self.history: list[Message] = []
+
+    def attach(self) -> list[Message]:
+        """Called by the window once it listens: returns the messages posted before."""
+        self._connected = True
+        buffered, self._buffer = self._buffer, []
+        return buffered
+
+    def detach(self) -> None:
+        """The window is closing: buffer again."""
+        self._connected = False
+
+    def post(self, message: Message) -> None:
+        """Deliver, or buffer until a window is attached."""
+        self.history.append(message)
+        del self.history[:-200]
+        log.log(
+            {Level.INFO: logging.INFO, Level.WARNING: logging.WARNING}.get(
+                message.level, logging.ERROR
+            ),
+            "%s",
+            message.text,
+        )
+        if self._connected:
+            self.message_posted.emit(message)
+        else:
+            self._buffer.append(message)
+
+
+_bus: MessageBus | None = None
+
+
+def bus() -> MessageBus:
+    """The application's message bus (created on first use, on the UI thread)."""
+    global _bus
+    if _bus is None:
+        _bus = MessageBus()
+    return _bus
+
+
+def reset_bus() -> None:
+    """Forget the bus (tests create one application window after another)."""
+    global _bus
+    _bus = None
+
+
+def describe(exc: BaseException) -> str:
+    """The user's sentence for an exception: a LongdocError's own text, else a generic one."""
+    if isinstance(exc, LongdocError):
+        return str(exc)
+    return f"Unexpected error: {type(exc).__name__}: {exc}"
+
+
+def info(text: str) -> None:
+    """A passing note (status area)."""
+    bus().post(Message(Level.INFO, text))
+
+
+def warning(text: str) -> None:
+    """Something the user should notice (status area, highlighted)."""
+    bus().post(Message(Level.WARNING, text))
+
+
+def error(exc: BaseException | str, parent: QWidget | None = None, serious: bool = False) -> None:
+    """Show an error: always in the status area; with a dialog when ``serious``."""
+    text = exc if isinstance(exc, str) else describe(exc)
+    if not isinstance(exc, str | LongdocError):
+        log.error("unexpected error", exc_info=exc)
+    bus().post(Message(Level.ERROR, text))
+    if serious and parent is not None:
+        box = QMessageBox(QMessageBox.Icon.Critical, "Longdoc", text, parent=parent)
+        box.setTextFormat(Qt.TextFormat.PlainText)  # never interpret the text as HTML
+        box.open()

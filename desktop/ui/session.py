@@ -1,0 +1,115 @@
+"""What the windows share: settings, the store, the answerer for the current endpoint.
+
+Plain Python (no widgets); its blocking methods are called from background tasks only.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+from dataclasses import dataclass
+
+from desktop.answering.budget import Budget, plan_budget
+from desktop.answering.prompt import PageRange, count_prompt_tokens
+from desktop.answering.service import Answerer, Endpoint, resolve_endpoint
+from desktop.config import Settings
+from desktop.documents.model import Document
+from desktop.store.db import Store, StoredAnswer
+
+# Prefill rates measured from answers whose first token took at least this long.
+_MIN_TTFT_FOR_RATE_S = 0.5
+
+
+@dataclass(frozen=True)
+class BudgetView:
+    """The budget bar's figures for one document, page range and question."""
+
+    budget: Budget
+    document_tokens: int
+    pages: PageRange
+    page_count: int
+
+
+class Session:
+    """Settings, store and a cached Answerer per endpoint; thread-safe."""
+
+    def __init__(self, settings: Settings, store: Store) -> None:
+        self.settings = settings
+        self.store = store
+        self._lock = threading.Lock()
+        self._answerer: Answerer | None = None
+        self._rates: list[float] = []
+
+    def update_settings(self, settings: Settings) -> None:
+        """New settings: drop the answerer so the next question uses the new endpoint."""
+        with self._lock:
+            self.settings = settings
+            old, self._answerer = self._answerer, None
+        if old is not None:
+            old.close()
+
+    def answerer(self) -> Answerer:
+        """The answerer for the configured or managed endpoint (blocking: reads state)."""
+        endpoint = resolve_endpoint(self.settings)
+        with self._lock:
+            current = self._answerer
+            if current is not None and current.endpoint == endpoint:
+                return current
+            self._answerer = Answerer(self.store, endpoint, self.settings)
+            if current is not None:
+                current.close()
+            return self._answerer
+
+    def endpoint(self) -> Endpoint:
+        """Where questions go now (blocking)."""
+        return resolve_endpoint(self.settings)
+
+    def context_length(self) -> int:
+        """The server's context length (network call)."""
+        info = self.answerer().model()
+        assert info.max_model_len is not None
+        return info.max_model_len
+
+    def budget(
+        self, doc: Document, pages: PageRange | None, question: str, thinking: bool
+    ) -> BudgetView:
+        """The exact prompt size against the server's context (network + tokenizing)."""
+        context = self.context_length()
+        selected = pages or PageRange(1, max(len(doc.pages), 1))
+        prompt = count_prompt_tokens(doc, selected, question or "?", thinking)
+        budget = plan_budget(prompt, context, self.settings.answer_reserve)
+        # Instructions and question are what the whole-document prompt has beyond the
+        # document; the same overhead applies to a range (prefix counts are cached).
+        full = PageRange(1, max(len(doc.pages), 1))
+        overhead = count_prompt_tokens(doc, full, question or "?", thinking) - doc.tokens
+        doc_tokens = max(0, min(prompt - overhead, prompt))
+        return BudgetView(budget, doc_tokens, selected, len(doc.pages))
+
+    # --- prefill throughput, for the waiting estimate ----------------------------------
+
+    def learn(self, answers: list[StoredAnswer]) -> None:
+        """Record prefill rates (uncached prompt tokens per second to the first token)."""
+        rates = []
+        for a in answers:
+            if a.prompt_tokens and a.ttft_s and a.ttft_s >= _MIN_TTFT_FOR_RATE_S:
+                uncached = a.prompt_tokens - (a.cached_tokens or 0)
+                if uncached > 0:
+                    rates.append(uncached / a.ttft_s)
+        if rates:
+            with self._lock:
+                self._rates = (self._rates + rates)[-50:]
+
+    def prefill_estimate(self, prompt_tokens: int, cached_guess: int = 0) -> float | None:
+        """Seconds the server will likely take to read ``prompt_tokens`` (None: unknown)."""
+        with self._lock:
+            if not self._rates:
+                return None
+            rate = statistics.median(self._rates)
+        return max(0.0, (prompt_tokens - cached_guess) / rate)
+
+    def recent_answers(self, limit_documents: int = 20) -> list[StoredAnswer]:
+        """Answers about recently opened documents (to learn the throughput; blocking)."""
+        answers: list[StoredAnswer] = []
+        for summary in self.store.list_documents()[:limit_documents]:
+            answers.extend(self.store.answers_for(summary.sha256)[-10:])
+        return answers

@@ -1,0 +1,148 @@
+"""PNG screenshots of the app's main states, without a GPU (the fake SGLang server).
+
+    QT_QPA_PLATFORM=offscreen .venv/bin/python packaging/screenshots.py --out screenshots/
+
+(or ``make screenshots``; under Xvfb, drop QT_QPA_PLATFORM). Uses a temporary
+LONGDOC_HOME, so your own library and settings are untouched. Writes: 01-empty,
+02-document, 03-streaming, 04-cached, 05-over-budget, 06-server, 07-settings (.png).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ["LONGDOC_HOME"] = tempfile.mkdtemp(prefix="longdoc-shots-")
+
+from PySide6.QtCore import QEventLoop  # noqa: E402
+from PySide6.QtWidgets import QWidget  # noqa: E402
+
+import desktop.ui  # noqa: E402,F401  (PySide6 6.12.0 workaround first)
+from desktop.config import Settings, db_path, save_settings  # noqa: E402
+from desktop.documents import tokens  # noqa: E402
+from desktop.store.db import Store  # noqa: E402
+from desktop.ui.app import application, create_window  # noqa: E402
+from desktop.ui.main_window import MainWindow  # noqa: E402
+from tests.support.sglang_server import FakeSGLang  # noqa: E402
+
+CORPUS = ROOT.parent / "shared" / "corpus" / "pdf-samples"
+GEOTOPO = CORPUS / "009-pdflatex-geotopo" / "GeoTopo-komprimiert.pdf"
+KEY = "screenshots"
+SIZE = (1440, 900)
+
+ANSWER = """## What the book covers
+
+The script is an introduction to **geometry and topology** for first-semester students \
+[p. i]. It starts from *topological spaces* and continuity [p. 2], then treats:
+
+- metric spaces and their topology [p. 3]
+- the fundamental group and coverings [pp. 40-45]
+- manifolds and differential forms [p. 61]
+
+The author asks readers to report errors: "Dieses Skript wurde erstellt" [p. ii].
+
+### In short
+
+It is a lecture script, not a textbook; exercises with solutions are in the appendix [p. 101].
+"""
+
+
+def spin(until: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Run the event loop until ``until()`` or the timeout."""
+    app = application()
+    deadline = time.monotonic() + timeout
+    while not until() and time.monotonic() < deadline:
+        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
+    app.processEvents()
+
+
+def shoot(widget: QWidget, out: Path, name: str) -> None:
+    """Save a widget as PNG."""
+    application().processEvents()
+    path = out / f"{name}.png"
+    if not widget.grab().save(str(path)):
+        raise SystemExit(f"could not write {path}")
+    print(path)
+
+
+def window_for(settings: Settings, store: Store) -> MainWindow:
+    save_settings(settings)
+    window = create_window(settings, store, poll_ms=500)
+    window.resize(*SIZE)
+    window.show()
+    return window
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="Screenshots of Longdoc's main states.")
+    parser.add_argument("--out", type=Path, default=ROOT / "screenshots")
+    args = parser.parse_args()
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    application()
+    tokens.encoding()
+    store = Store(db_path())
+    with FakeSGLang(api_key=KEY, context_length=262_144) as server:
+        window = window_for(Settings(endpoint=server.url, api_key=KEY), store)
+        spin(lambda: window.indicator.state == "ready")
+        shoot(window, out, "01-empty")
+
+        window.add_paths([GEOTOPO])
+        spin(lambda: window.document is not None and window.ask_panel.budget_bar.view is not None)
+        window.doc_view.go_to_page(2)
+        spin(lambda: False, 0.5)
+        shoot(window, out, "02-document")
+
+        panel = window.ask_panel
+        server.behaviour.update(
+            answer_text=ANSWER, token_delay_s=0.03, reasoning_tokens=120, prefill_tokens_per_s=0
+        )
+        panel.question_edit.setPlainText("What does the book cover, and for whom?")
+        panel.ask()
+        spin(lambda: len(panel.answer_view.writer.text) > 330, 60)
+        panel.answer_view.reasoning_toggle.setChecked(True)
+        spin(lambda: False, 0.2)
+        shoot(window, out, "03-streaming")
+        spin(lambda: not panel.busy, 60)
+
+        panel.question_edit.setPlainText("What does the book cover, and for whom?")
+        panel.ask()
+        spin(lambda: not panel.busy, 30)
+        shoot(window, out, "04-cached")
+
+        window.show_server_panel()
+        assert window.server_panel is not None
+        spin(lambda: window.server_panel is not None and window.server_panel.kv_label.text() != "")
+        spin(lambda: False, 0.5)
+        shoot(window.server_panel, out, "06-server")
+        window.server_panel.close()
+
+        dialog = window.show_settings()
+        spin(lambda: False, 0.3)
+        shoot(dialog, out, "07-settings")
+        dialog.close()
+        window.close()
+
+    with FakeSGLang(api_key=KEY, context_length=40_000) as small:
+        window = window_for(Settings(endpoint=small.url, api_key=KEY, answer_reserve=4_096), store)
+        spin(lambda: window.indicator.state == "ready")
+        window.library.select(store.list_documents()[0].sha256)
+        spin(lambda: window.ask_panel.budget_bar.view is not None, 30)
+        window.ask_panel.question_edit.setPlainText("Summarise the whole book.")
+        spin(lambda: window.ask_panel.budget_bar.over_budget, 10)
+        spin(lambda: False, 0.5)
+        shoot(window, out, "05-over-budget")
+        window.close()
+    store.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,113 @@
+"""The incremental Markdown renderer: streamed output equals the whole, work stays bounded."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from PySide6.QtGui import QGuiApplication, QTextDocument
+
+from desktop.ui.answer_view import COMMIT_AT, MarkdownWriter
+from desktop.ui.markdown_stream import (
+    citation_href,
+    inline,
+    parse_all,
+    parse_citation_href,
+    safe_cut,
+    split_first,
+)
+
+SAMPLE = (
+    "# Findings\n\nThe term is **three years** [p. 4], renewable *once* [pp. 4-5].\n"
+    "It ends early on breach [p. iv (#4)]; see `clause 9`.\n\n"
+    "- Liability is capped [p. 7]\n- Governing law:\n  England [p. 8]\n1. First\n2. Second\n\n"
+    "```\ncode <b>not bold</b>\n\nstill code\n```\n"
+    "| Clause | Page |\n|---|---|\n| Term | [p. 4] |\n\n> A quote\n\n---\n"
+    + " ".join(f"word{i} **b{i}** [p. {i % 9 + 1}]" for i in range(400))
+    + "\n\nThe end."
+)
+
+
+def render(chunks: list[str], app: QGuiApplication) -> tuple[str, MarkdownWriter]:
+    doc = QTextDocument()
+    writer = MarkdownWriter(doc, app.palette())
+    for chunk in chunks:
+        writer.append(chunk)
+    writer.finish()
+    return doc.toPlainText(), writer
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_streamed_rendering_equals_rendering_the_whole(qapp: QGuiApplication, seed: int) -> None:
+    whole_doc = QTextDocument()
+    MarkdownWriter(whole_doc, qapp.palette()).set_text(SAMPLE)
+    rng = random.Random(seed)
+    chunks, i = [], 0
+    while i < len(SAMPLE):
+        n = rng.randint(1, 7)
+        chunks.append(SAMPLE[i : i + n])
+        i += n
+    streamed, _ = render(chunks, qapp)
+    # The same text and block structure; a very long streamed paragraph may be laid out
+    # in several blocks (SPLIT_AT), so compare with line breaks in paragraphs as spaces.
+    assert streamed.split("\n")[:12] == whole_doc.toPlainText().split("\n")[:12]
+    assert " ".join(streamed.split()) == " ".join(whole_doc.toPlainText().split())
+    assert "•\u2002Governing law: England [p. 8]" in streamed
+    assert "code <b>not bold</b>" in streamed
+
+
+def test_a_long_paragraph_is_committed_in_pieces(qapp: QGuiApplication) -> None:
+    # 60,000 characters in one paragraph, 4 at a time: re-rendering the whole tail each
+    # time would cost ~450M characters; committing keeps each render under COMMIT_AT.
+    text = " ".join(f"token{i} [p. 1]" for i in range(2_000))
+    doc = QTextDocument()
+    writer = MarkdownWriter(doc, qapp.palette())
+    longest = 0
+    for i in range(0, len(text), 4):
+        writer.append(text[i : i + 4])
+        longest = max(longest, len(writer._pending) - writer._committed)
+    assert writer._committed > 0
+    writer.finish()
+    # Streamed, a paragraph this long is laid out in blocks of ~SPLIT_AT characters.
+    assert " ".join(doc.toPlainText().split()) == text
+    assert doc.blockCount() > 10
+    assert longest <= COMMIT_AT + 40
+
+
+def test_blocks_finish_only_when_the_next_line_says_so() -> None:
+    assert split_first("Hello wor") is None
+    assert split_first("Hello\n\nNext") == ("Hello", "\nNext")
+    assert split_first("- a\n-") is None  # "-" may still become "- b" or "---"
+    assert split_first("- a\n- b") == ("- a", "- b")
+    assert split_first("# Head") is None
+    assert split_first("# Head\n") == ("# Head", "")
+    assert split_first("```\ncode\n\nmore") is None
+    assert [b.kind for b in parse_all(SAMPLE)][:6] == [
+        "heading",
+        "paragraph",
+        "item",
+        "item",
+        "item",
+        "item",
+    ]
+
+
+def test_citations_become_page_links_and_nothing_else_does() -> None:
+    spans = inline('See [p. 12], [pp. 3-5, 9] and [p. iv (#4)]; [x](file:///etc) <a href="y">')
+    links = [s.href for s in spans if s.href]
+    assert links == [
+        "longdoc-page:l=12",
+        "longdoc-page:l=3",
+        "longdoc-page:l=9",
+        "longdoc-page:n=4",
+    ]
+    assert "".join(s.text for s in spans).endswith('x (file:///etc) <a href="y">')
+    assert parse_citation_href(citation_href("A 1/2")) == ("A 1/2", None)
+    assert parse_citation_href("file:///etc/passwd") == (None, None)
+
+
+def test_safe_cut_never_splits_markup() -> None:
+    text = "plain words **bold words** more [p. 3] tail *open"
+    cut = safe_cut(text, 0)
+    assert text[:cut] == "plain words **bold words** more [p. 3] tail "
+    assert safe_cut("**never closed and long", 0) == 0
