@@ -307,3 +307,15 @@ def test_scanned_pdf_ingests_but_ask_refuses(sglang: FakeSGLang, home: Path) -> 
     assert result.returncode == 3
     assert "no text could be extracted" in assert_one_error_line(result.stderr)
     assert chats(sglang) == 0
+
+
+def test_every_command_is_documented_in_the_readme() -> None:
+    from desktop.cli.main import build_parser
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    names = sorted(sub.choices)  # type: ignore[arg-type]
+    assert {"ingest", "ask", "summarize", "gui", "server"} <= set(names)
+    for name in names:
+        assert f"longdoc {name}" in readme, f"`longdoc {name}` is not in the README"
