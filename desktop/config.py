@@ -14,7 +14,7 @@ from typing import Any
 
 import platformdirs
 
-from desktop.errors import ConfigError
+from desktop.errors import ConfigError, StorageError
 
 CONFIG_NAME = "longdoc.toml"
 DB_NAME = "longdoc.db"
@@ -28,7 +28,13 @@ def data_dir() -> Path:
     """The one directory holding all state: ``$LONGDOC_HOME`` or the platform's data dir."""
     home = os.environ.get("LONGDOC_HOME")
     path = Path(home).expanduser() if home else Path(platformdirs.user_data_dir("longdoc", False))
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(
+            f"{path}: cannot create the data directory ({exc.strerror}); "
+            "set LONGDOC_HOME to a writable folder"
+        ) from exc
     return path
 
 

@@ -14,6 +14,7 @@ from desktop.errors import EXIT_INTERRUPTED, EXIT_USAGE, LongdocError
 EXIT_CODES = """\
 exit codes:
   0    success
+  1    storage problem: disk full, data directory not writable
   2    usage: bad arguments or settings
   3    document problem: unreadable, encrypted, no text, too large for the context
   4    server unreachable, still loading, or refusing the API key

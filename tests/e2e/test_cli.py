@@ -319,3 +319,11 @@ def test_every_command_is_documented_in_the_readme() -> None:
     assert {"ingest", "ask", "summarize", "gui", "server"} <= set(names)
     for name in names:
         assert f"longdoc {name}" in readme, f"`longdoc {name}` is not in the README"
+
+
+def test_unwritable_data_directory_exit_1(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    result = longdoc("ingest", str(FOUR_PAGES), home=blocker / "home")
+    assert result.returncode == 1
+    assert "Error: " in assert_one_error_line(result.stderr)
