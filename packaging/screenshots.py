@@ -46,7 +46,9 @@ The script is an introduction to **geometry and topology** for first-semester st
 - the fundamental group and coverings [pp. 40-45]
 - manifolds and differential forms [p. 61]
 
-The author asks readers to report errors: "Dieses Skript wurde erstellt" [p. ii].
+The preface says: "Dieses Skript wurde im Wintersemester 2013/2014 von Martin Thoma \
+geschrieben" [p. ii]. The first definition reads: "Ein topologischer Raum ist ein Paar (X, T) \
+bestehend aus einer Menge X" [p. 2]. It is "written for absolute beginners" [p. iii].
 
 ### In short
 

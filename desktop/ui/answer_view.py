@@ -3,15 +3,19 @@
 ``MarkdownWriter`` renders streamed Markdown into a QTextDocument incrementally: finished
 blocks are written once; only the unfinished block is replaced on each update, and a long
 unfinished paragraph is committed in clean pieces so an update costs about the size of
-the new text, never the size of the whole answer. Text goes in through ``QTextCursor``
+the new text, never the size of the whole answer. Updates are drawn at most once per frame
+(``FRAME_S``): text arriving sooner waits for a single-shot timer, and ``finish`` draws
+whatever is left at once. Text goes in through ``QTextCursor``
 with character formats, never through an HTML parser, so nothing in an answer can become
 markup or a link; the only anchors are page citations (``longdoc-page:``).
 """
 
 from __future__ import annotations
 
+import html
 import re
 import time
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal, Slot
@@ -33,19 +37,29 @@ from PySide6.QtWidgets import (
     QLabel,
     QPlainTextEdit,
     QPushButton,
+    QScrollBar,
     QTextBrowser,
     QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
+from desktop.answering.citations import (
+    PageIndex,
+    QuoteCheck,
+    QuoteStatus,
+    check_quotes,
+    normalize_words,
+)
 from desktop.answering.events import Sent, Stored
+from desktop.documents.model import Page
 from desktop.store.db import StoredAnswer
 from desktop.ui.markdown_stream import (
     PAGE_SCHEME,
     Block,
     Span,
     block_kind,
+    citation_href,
     inline,
     paragraph_source,
     parse_block,
@@ -60,6 +74,8 @@ COMMIT_AT = 240
 SPLIT_AT = 1_500
 # A paragraph with unbalanced markup (a stray "*") is cut at a space anyway past this.
 FORCE_AT = 2_000
+# Streamed text is drawn at most once per this many seconds (a 60 Hz frame).
+FRAME_S = 0.016
 
 _LEADING_BLANK_LINES = re.compile(r"(?:[ \t]*\n)+")
 _HEADING_SCALE = {1: 1.45, 2: 1.3, 3: 1.15, 4: 1.05, 5: 1.0, 6: 1.0}
@@ -68,17 +84,35 @@ _HEADING_SCALE = {1: 1.45, 2: 1.3, 3: 1.15, 4: 1.05, 5: 1.0, 6: 1.0}
 class MarkdownWriter:
     """Streams Markdown into a QTextDocument; see the module docstring."""
 
-    def __init__(self, document: QTextDocument, palette: QPalette) -> None:
+    def __init__(
+        self,
+        document: QTextDocument,
+        palette: QPalette,
+        follow: QScrollBar | None = None,
+        frame_s: float = FRAME_S,
+    ) -> None:
         self.document = document
         # No undo history for a read-only view: it would keep every replaced tail.
         document.setUndoRedoEnabled(False)
         self.palette = palette
+        # Kept at the bottom after each draw if it was at the bottom before (the view's).
+        self.follow = follow
+        # 0 draws on every append (tests of the incremental writing itself).
+        self.frame_s = frame_s
+        # When the last draw happened; the bench replays a stream on its recorded clock.
+        self.clock: Callable[[], float] = time.monotonic
         self._formats: dict[Span, QTextCharFormat] = {}
         self.tail_renders = 0  # how often the unfinished block was rendered (bench, tests)
+        self.draws = 0  # how often streamed text was drawn (bench, tests)
+        self._last_draw = float("-inf")
+        self._frame_timer = QTimer()
+        self._frame_timer.setSingleShot(True)
+        self._frame_timer.timeout.connect(self._on_frame_timer_timeout)
         self.clear()
 
     def clear(self) -> None:
         """Empty the document and the state."""
+        self._frame_timer.stop()
         self.document.clear()
         self._pending = ""  # text after the last finished block (no leading blank lines)
         self._finished_end = 0  # document position where finished content ends
@@ -102,18 +136,44 @@ class MarkdownWriter:
         """Anything received yet (cheap, unlike ``text``)."""
         return self._length > 0
 
+    @property
+    def waiting(self) -> bool:
+        """Text has arrived that is not drawn yet (the next frame draws it)."""
+        return self._frame_timer.isActive()
+
     def append(self, delta: str) -> None:
-        """Add streamed text; write what is finished, re-render only the unfinished block."""
+        """Add streamed text; write what is finished, re-render only the unfinished block.
+
+        Drawn now if the last draw is a frame ago, else by the frame timer: a stream
+        sending a batch every few milliseconds costs one draw per frame, not per batch.
+        """
         if not delta:
             return
         self._text.append(delta)
         self._length += len(delta)
         self._pending += delta
-        self._flush(final=False)
+        wait = self._last_draw + self.frame_s - self.clock()
+        if wait <= 0:
+            self._draw(final=False)
+        elif not self._frame_timer.isActive():
+            self._frame_timer.start(max(1, round(wait * 1000)))
 
     def finish(self) -> None:
-        """The stream ended: everything pending is final."""
-        self._flush(final=True)
+        """The stream ended: everything pending is final (drawn at once)."""
+        self._draw(final=True)
+
+    def _on_frame_timer_timeout(self) -> None:
+        self._draw(final=False)
+
+    def _draw(self, final: bool) -> None:
+        self._frame_timer.stop()
+        self._last_draw = self.clock()
+        self.draws += 1
+        bar = self.follow
+        at_bottom = bar is not None and bar.value() >= bar.maximum() - 4
+        self._flush(final)
+        if bar is not None and at_bottom:
+            bar.setValue(bar.maximum())
 
     def set_text(self, text: str) -> None:
         """Show a whole stored answer."""
@@ -456,6 +516,70 @@ def answer_scope(answer: StoredAnswer, page_count: int) -> str:
     return ""
 
 
+def checked_quotes(answer: str, question: str, index: PageIndex) -> list[QuoteCheck]:
+    """The answer's quotes checked against the pages, minus those restating the question
+    (quoting the question back is not a claim about the document; as ``longdoc ask``)."""
+    asked = f" {normalize_words(question)} "
+    return [
+        check
+        for check in check_quotes(answer, index)
+        if f" {normalize_words(check.quote)} " not in asked
+    ]
+
+
+def _short(quote: str, limit: int = 120) -> str:
+    quote = " ".join(quote.split())
+    return quote if len(quote) <= limit else quote[: limit - 1].rstrip() + "…"
+
+
+def quote_summary(checks: Sequence[QuoteCheck], pages: Sequence[Page]) -> tuple[str, str]:
+    """The line under an answer and its tooltip, both rich text with every quote escaped:
+    "Quotes: 2 verified · 1 on another page (p. 14) · 1 not found". The page a misplaced
+    quote is really on is a ``longdoc-page:`` link; the quotes not found are listed in the
+    tooltip. ``("", "")`` when the answer quotes nothing."""
+    if not checks:
+        return "", ""
+
+    def label(number: int) -> str:
+        return pages[number - 1].label if 0 < number <= len(pages) else f"#{number}"
+
+    def cited(check: QuoteCheck) -> str:
+        if not check.cited:
+            return "no page cited"
+        return "cited p. " + ", ".join(html.escape(label(n)) for n in check.cited)
+
+    verified = [c for c in checks if c.status is QuoteStatus.VERIFIED]
+    elsewhere = [c for c in checks if c.status is QuoteStatus.OTHER_PAGE and c.found_on is not None]
+    missing = [c for c in checks if c not in verified and c not in elsewhere]
+    parts: list[str] = []
+    if verified:
+        parts.append(f"{len(verified)} verified")
+    if elsewhere:
+        found = sorted({c.found_on for c in elsewhere if c.found_on is not None})
+        links = ", ".join(
+            f'<a href="{citation_href(label(n), n)}">p. {html.escape(label(n))}</a>' for n in found
+        )
+        where = "another page" if len(elsewhere) == 1 else "other pages"
+        parts.append(f"{len(elsewhere)} on {where} ({links})")
+    if missing:
+        parts.append(f"{len(missing)} not found")
+    line = "Quotes: " + " · ".join(parts)
+    notes: list[str] = []
+    if missing:
+        items = "".join(f"<li>“{html.escape(_short(c.quote))}” ({cited(c)})</li>" for c in missing)
+        notes.append(f"<p><b>Not found in the document:</b></p><ul>{items}</ul>")
+    if elsewhere:
+        items = "".join(
+            f"<li>“{html.escape(_short(c.quote))}” ({cited(c)}; it is on "
+            f"p. {html.escape(label(c.found_on or 0))})</li>"
+            for c in elsewhere
+        )
+        notes.append(f"<p><b>Not on the page cited:</b></p><ul>{items}</ul>")
+    if not notes:
+        notes.append("<p>Every quote was found on the page it cites.</p>")
+    return line, "".join(notes)
+
+
 class AnswerView(QWidget):
     """The answer area of the ask panel (the question, waiting, reasoning, answer, figures)."""
 
@@ -507,12 +631,27 @@ class AnswerView(QWidget):
         self.browser.setPlaceholderText(
             "Ask a question about the document; the answer appears here."
         )
-        self.writer = MarkdownWriter(self.browser.document(), self.palette())
+        self.writer = MarkdownWriter(
+            self.browser.document(), self.palette(), follow=self.browser.verticalScrollBar()
+        )
 
         self.figures_label = QLabel()
         self.figures_label.setTextFormat(Qt.TextFormat.PlainText)
         self.figures_label.setWordWrap(True)
         self.figures_label.setObjectName("answerFigures")
+        # Rich text made only by quote_summary (every quote escaped); its only links are
+        # pages, handled in _on_quotes_label_link_activated, never opened by Qt.
+        self.quotes_label = QLabel()
+        self.quotes_label.setObjectName("quoteChecks")
+        self.quotes_label.setTextFormat(Qt.TextFormat.RichText)
+        self.quotes_label.setWordWrap(True)
+        self.quotes_label.setOpenExternalLinks(False)
+        self.quotes_label.setTextInteractionFlags(
+            Qt.TextInteractionFlag.LinksAccessibleByMouse
+            | Qt.TextInteractionFlag.LinksAccessibleByKeyboard
+        )
+        self.quotes_label.linkActivated.connect(self._on_quotes_label_link_activated)
+        self.quote_checks: list[QuoteCheck] | None = None
         self.ask_again_button = QPushButton("Ask again")
         self.ask_again_button.setToolTip(
             "Send the question to the server instead of using the cache"
@@ -543,6 +682,7 @@ class AnswerView(QWidget):
         layout.addWidget(self.reasoning)
         layout.addWidget(self.browser, 1)
         layout.addWidget(self.figures_label)
+        layout.addWidget(self.quotes_label)
         layout.addLayout(footer)
 
         self._timer = QTimer(self)
@@ -572,6 +712,7 @@ class AnswerView(QWidget):
         self.reasoning.hide()
         self.writer.clear()
         self.figures_label.clear()
+        self.show_quote_checks(None, [])
         for button in (self.ask_again_button, self.copy_button, self.export_button):
             button.hide()
 
@@ -623,11 +764,7 @@ class AnswerView(QWidget):
         if self.reasoning_toggle.isChecked() and not self.writer.has_text:
             # The answer begins: fold the thinking away so the answer has the room.
             self.reasoning_toggle.setChecked(False)
-        bar = self.browser.verticalScrollBar()
-        follow = bar.value() >= bar.maximum() - 4
-        self.writer.append(text)
-        if follow:
-            bar.setValue(bar.maximum())
+        self.writer.append(text)  # drawn now or at the next frame; keeps following the end
 
     def _on_first_token(self) -> None:
         if not self._first_token:
@@ -686,6 +823,14 @@ class AnswerView(QWidget):
         self.export_button.setVisible(True)
         self._update_toggle_text(live=False)
 
+    def show_quote_checks(self, checks: list[QuoteCheck] | None, pages: Sequence[Page]) -> None:
+        """The quote line under the answer (hidden for None or no quotes)."""
+        self.quote_checks = checks
+        line, tooltip = quote_summary(checks or [], pages)
+        self.quotes_label.setText(line)
+        self.quotes_label.setToolTip(tooltip)
+        self.quotes_label.setVisible(bool(line))
+
     def show_notice(self, text: str, action: str = "", action_text: str = "") -> None:
         """A line above the answer (warnings, errors), with an optional action button."""
         self.notice_label.setText(text)
@@ -733,6 +878,12 @@ class AnswerView(QWidget):
         if label is not None or number is not None:
             self.citation_clicked.emit(label, number)
         # Anything else is ignored on purpose: answers may not open files or web pages.
+
+    @Slot(str)
+    def _on_quotes_label_link_activated(self, href: str) -> None:
+        label, number = parse_citation_href(href)
+        if label is not None or number is not None:
+            self.citation_clicked.emit(label, number)
 
     @Slot()
     def _on_notice_button_clicked(self) -> None:

@@ -8,12 +8,19 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from desktop.config import Settings, db_path, load_settings
+from desktop.config import Settings, data_dir, db_path, load_settings
 from desktop.documents import tokens
 from desktop.errors import ConfigError, LongdocError
 from desktop.store.db import Store
 from desktop.ui.main_window import MainWindow
 from desktop.ui.session import Session
+from desktop.ui.single_instance import (
+    ALREADY_OPEN,
+    ALREADY_OPEN_NO_FILES,
+    InstanceGuard,
+    send_to_running,
+    server_name,
+)
 
 SWITCH_INTERVAL_S = 0.001
 
@@ -44,6 +51,22 @@ def run(paths: list[Path]) -> int:
     """Open the window (adding ``paths``) and run until it closes; the exit code."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     app = application()
+    # One window per data directory: a second start hands its files to the first.
+    try:
+        name = server_name(data_dir())
+    except LongdocError as exc:
+        QMessageBox.critical(None, "Longdoc", str(exc))
+        return exc.exit_code
+    if send_to_running(name, paths):
+        print(ALREADY_OPEN if paths else ALREADY_OPEN_NO_FILES, file=sys.stderr)
+        return 0
+    guard = InstanceGuard(name)
+    if not guard.listen():  # another start won the race: hand the files over after all
+        if send_to_running(name, paths):
+            print(ALREADY_OPEN if paths else ALREADY_OPEN_NO_FILES, file=sys.stderr)
+            return 0
+        print("Longdoc is already open but does not answer; try again.", file=sys.stderr)
+        return 1
     try:
         settings = load_settings()
     except ConfigError as exc:
@@ -58,10 +81,12 @@ def run(paths: list[Path]) -> int:
     # shows, or the first budget count would stall the UI thread from a worker.
     tokens.encoding()
     window = create_window(settings, store)
+    guard.files_received.connect(window.receive_paths)
     window.show()
     if paths:
         window.add_paths(paths)
     try:
         return app.exec()
     finally:
+        guard.close()
         store.close()

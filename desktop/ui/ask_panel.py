@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.answering.citations import PageIndex, QuoteCheck
 from desktop.answering.events import AnswerDelta, Finished, ReasoningDelta, Sent, Stored, Usage
 from desktop.answering.prompt import PageRange
 from desktop.answering.service import Question
@@ -39,7 +40,7 @@ from desktop.errors import (
 )
 from desktop.store.db import StoredAnswer
 from desktop.ui import messages, tasks
-from desktop.ui.answer_view import AnswerView
+from desktop.ui.answer_view import AnswerView, checked_quotes
 from desktop.ui.budget_bar import BudgetBar
 from desktop.ui.export import answer_markdown, history_markdown
 from desktop.ui.session import BudgetView, Session
@@ -47,6 +48,10 @@ from desktop.ui.session import BudgetView, Session
 log = logging.getLogger("longdoc.ui.ask")
 
 BUDGET_DEBOUNCE_MS = 400
+# Quotes are checked on the UI thread for up to this much page text (~15 ms) and answer
+# text (a long answer has many quotes: 400 cost ~25 ms), else in a worker.
+QUOTE_CHECK_INLINE_CHARS = 100_000
+QUOTE_CHECK_INLINE_ANSWER_CHARS = 8_000
 
 
 class QuestionEdit(QPlainTextEdit):
@@ -84,6 +89,9 @@ class AskPanel(QWidget):
         self._budget_dirty = False
         self.tokens_received = 0  # answer and reasoning deltas in the current answer
         self._suggested = ""
+        # The open document's pages, indexed for quote checks (normalised text is cached).
+        self._page_index: PageIndex | None = None
+        self._page_chars = 0
 
         self.history_list = QListWidget()
         self.history_list.setObjectName("history")
@@ -184,6 +192,7 @@ class AskPanel(QWidget):
             self.stop()
             messages.info("Stopped the answer: another document was opened.")
         self.document = doc
+        self._page_index = None
         self.history = []
         self.history_list.clear()
         self.answer_view.reset()
@@ -245,6 +254,7 @@ class AskPanel(QWidget):
         answer = next((a for a in self.history if a.id == answer_id), None)
         if answer is not None:
             self.answer_view.show_answer(answer, len(self.document.pages))
+            self.check_quotes(answer)
 
     # --- budget ---------------------------------------------------------------------------
 
@@ -434,6 +444,7 @@ class AskPanel(QWidget):
             self.answer_view.on_sent(event, self.session.prefill_estimate(event.prompt_tokens))
         elif isinstance(event, Stored):
             self.answer_view.finish(event, len(doc.pages) if doc else 0)
+            self.check_quotes(event.answer)
             self.session.learn([event.answer])
             self.refresh_history(select_id=event.answer.id)
         elif isinstance(event, Usage | Finished):
@@ -467,6 +478,43 @@ class AskPanel(QWidget):
             messages.error(exc, self, serious=True)
         self.refresh_history()
         self.answer_finished.emit(exc)
+
+    # --- quote checks -------------------------------------------------------------------
+
+    def check_quotes(self, answer: StoredAnswer) -> None:
+        """Check a complete answer's quotes against the pages; the line under the answer.
+
+        Pure Python over the page texts: at once for a short document, in a worker for a
+        long one (the first check normalises every page's text)."""
+        doc = self.document
+        if doc is None or answer.status != "complete" or not answer.answer:
+            return
+        if self._page_index is None:
+            self._page_index = PageIndex(doc.pages)
+            self._page_chars = sum(len(p.text) for p in doc.pages)
+        index = self._page_index
+
+        def job() -> list[QuoteCheck]:
+            return checked_quotes(answer.answer, answer.question, index)
+
+        def show(checks: list[QuoteCheck]) -> None:
+            # Still the same answer about the same document on screen?
+            shown = self.answer_view.answer
+            if self.document is doc and shown is not None and shown.id == answer.id:
+                self.answer_view.show_quote_checks(checks, doc.pages)
+
+        if (
+            self._page_chars <= QUOTE_CHECK_INLINE_CHARS
+            and len(answer.answer) <= QUOTE_CHECK_INLINE_ANSWER_CHARS
+        ):
+            show(job())
+        else:
+            tasks.run_call(
+                job,
+                success=show,
+                failure=lambda exc: log.warning("checking quotes failed: %s", exc),
+                name="check quotes",
+            )
 
     @Slot(str)
     def _on_answer_view_action_requested(self, action: str) -> None:

@@ -211,6 +211,17 @@ class MainWindow(QMainWindow):
         """Add files and folders (command line, Open dialog, drop)."""
         self.library.add_paths(paths)
 
+    @Slot(list)
+    def receive_paths(self, paths: list[Path]) -> None:
+        """Another start of Longdoc sent its files: add them and come to the front."""
+        if paths:
+            self.add_paths(paths)
+        if self.isMinimized():
+            self.showNormal()
+        self.show()
+        self.raise_()
+        self.activateWindow()
+
     def open_files(self) -> None:
         """The Open dialog."""
         patterns = " ".join(f"*{s}" for s in sorted(SUPPORTED_SUFFIXES))

@@ -6,8 +6,9 @@ import random
 
 import pytest
 from PySide6.QtGui import QGuiApplication, QTextDocument
+from pytestqt.qtbot import QtBot
 
-from desktop.ui.answer_view import COMMIT_AT, MarkdownWriter
+from desktop.ui.answer_view import COMMIT_AT, FRAME_S, MarkdownWriter
 from desktop.ui.markdown_stream import (
     citation_href,
     inline,
@@ -30,7 +31,7 @@ SAMPLE = (
 
 def render(chunks: list[str], app: QGuiApplication) -> tuple[str, MarkdownWriter]:
     doc = QTextDocument()
-    writer = MarkdownWriter(doc, app.palette())
+    writer = MarkdownWriter(doc, app.palette(), frame_s=0)  # draw every chunk
     for chunk in chunks:
         writer.append(chunk)
     writer.finish()
@@ -61,7 +62,7 @@ def test_a_long_paragraph_is_committed_in_pieces(qapp: QGuiApplication) -> None:
     # time would cost ~450M characters; committing keeps each render under COMMIT_AT.
     text = " ".join(f"token{i} [p. 1]" for i in range(2_000))
     doc = QTextDocument()
-    writer = MarkdownWriter(doc, qapp.palette())
+    writer = MarkdownWriter(doc, qapp.palette(), frame_s=0)
     longest = 0
     for i in range(0, len(text), 4):
         writer.append(text[i : i + 4])
@@ -111,3 +112,35 @@ def test_safe_cut_never_splits_markup() -> None:
     cut = safe_cut(text, 0)
     assert text[:cut] == "plain words **bold words** more [p. 3] tail "
     assert safe_cut("**never closed and long", 0) == 0
+
+
+def test_streamed_text_is_drawn_at_most_once_per_frame(qtbot: QtBot) -> None:
+    doc = QTextDocument()
+    writer = MarkdownWriter(doc, QGuiApplication.palette())
+    now = [100.0]
+    writer.clock = lambda: now[0]
+    writer.append("The first words ")  # a frame since the last draw: drawn at once
+    assert doc.toPlainText() == "The first words "
+    for word in ("arrive ", "in ", "a ", "burst"):
+        now[0] += 0.002
+        writer.append(word)
+    # Within the same frame: nothing more is drawn, one timer waits for the frame's end.
+    assert writer.draws == 1
+    assert writer.waiting
+    assert doc.toPlainText() == "The first words "
+    qtbot.waitUntil(lambda: not writer.waiting, timeout=1_000)
+    assert writer.draws == 2
+    assert doc.toPlainText() == "The first words arrive in a burst"
+    now[0] += FRAME_S
+    writer.append(" and **more**")
+    assert writer.draws == 3 and not writer.waiting
+    now[0] += 0.001
+    writer.append(" at the end.\n\nA last para")
+    assert writer.waiting
+    writer.finish()  # the end of the stream draws everything at once
+    assert not writer.waiting
+    assert doc.toPlainText() == (
+        "The first words arrive in a burst and more at the end.\nA last para"
+    )
+    qtbot.wait(int(FRAME_S * 3000))  # no late timer redraws the finished text
+    assert writer.draws == 4
