@@ -155,6 +155,17 @@ def check_quotes(answer: str, index: PageIndex) -> list[QuoteCheck]:
     return checks
 
 
+def check_answer_quotes(answer: str, question: str, index: PageIndex) -> list[QuoteCheck]:
+    """The answer's quote checks, minus quotes that restate the question.
+
+    Quoting the question back is not a claim about the document.
+    """
+    asked = normalize_words(question)
+    return [
+        c for c in check_quotes(answer, index) if not _contains(asked, normalize_words(c.quote))
+    ]
+
+
 def _contains(haystack: str, needle: str) -> bool:
     """Whole-word containment of one normalised word sequence in another."""
     return f" {needle} " in f" {haystack} "

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from desktop.answering.citations import PageIndex, QuoteStatus, check_quotes, normalize_words
+from desktop.answering.citations import PageIndex, QuoteStatus, check_answer_quotes
 from desktop.answering.events import (
     AnswerDelta,
     Finished,
@@ -101,11 +101,8 @@ def check_tokens(answerer: Answerer, question: Question) -> None:
 
 def report_quotes(answer: str, doc: Document, question: str) -> None:
     """One stderr line per quote that is not on the page it cites."""
-    index = PageIndex(doc.pages)
-    asked = normalize_words(question)
-    for check in check_quotes(answer, index):
-        # Restating the question in quotes is not a claim about the document.
-        if check.status is QuoteStatus.VERIFIED or normalize_words(check.quote) in asked:
+    for check in check_answer_quotes(answer, question, PageIndex(doc.pages)):
+        if check.status is QuoteStatus.VERIFIED:
             continue
         quote = check.quote if len(check.quote) <= 60 else check.quote[:57] + "..."
         if check.status is QuoteStatus.OTHER_PAGE and check.found_on is not None:

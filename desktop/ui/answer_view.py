@@ -45,11 +45,8 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.answering.citations import (
-    PageIndex,
     QuoteCheck,
     QuoteStatus,
-    check_quotes,
-    normalize_words,
 )
 from desktop.answering.events import Sent, Stored
 from desktop.documents.model import Page
@@ -514,17 +511,6 @@ def answer_scope(answer: StoredAnswer, page_count: int) -> str:
     if page_count and (answer.first_page, answer.last_page) != (1, page_count):
         return f"About pages {answer.first_page}-{answer.last_page} of {page_count} only"
     return ""
-
-
-def checked_quotes(answer: str, question: str, index: PageIndex) -> list[QuoteCheck]:
-    """The answer's quotes checked against the pages, minus those restating the question
-    (quoting the question back is not a claim about the document; as ``longdoc ask``)."""
-    asked = f" {normalize_words(question)} "
-    return [
-        check
-        for check in check_quotes(answer, index)
-        if f" {normalize_words(check.quote)} " not in asked
-    ]
 
 
 def _short(quote: str, limit: int = 120) -> str:

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.answering.citations import PageIndex, QuoteCheck
+from desktop.answering.citations import PageIndex, QuoteCheck, check_answer_quotes
 from desktop.answering.events import AnswerDelta, Finished, ReasoningDelta, Sent, Stored, Usage
 from desktop.answering.prompt import PageRange
 from desktop.answering.service import Question
@@ -40,7 +40,7 @@ from desktop.errors import (
 )
 from desktop.store.db import StoredAnswer
 from desktop.ui import messages, tasks
-from desktop.ui.answer_view import AnswerView, checked_quotes
+from desktop.ui.answer_view import AnswerView
 from desktop.ui.budget_bar import BudgetBar
 from desktop.ui.export import answer_markdown, history_markdown
 from desktop.ui.session import BudgetView, Session
@@ -495,7 +495,7 @@ class AskPanel(QWidget):
         index = self._page_index
 
         def job() -> list[QuoteCheck]:
-            return checked_quotes(answer.answer, answer.question, index)
+            return check_answer_quotes(answer.answer, answer.question, index)
 
         def show(checks: list[QuoteCheck]) -> None:
             # Still the same answer about the same document on screen?

@@ -5,6 +5,7 @@ from __future__ import annotations
 from desktop.answering.citations import (
     PageIndex,
     QuoteStatus,
+    check_answer_quotes,
     check_quotes,
     find_citations,
     normalize_words,
@@ -54,3 +55,13 @@ def test_quote_checks() -> None:
     ]
     assert checks[1].found_on == 4
     assert checks[0].cited == (3,)
+
+
+def test_quotes_restating_the_question_are_not_checked() -> None:
+    index = PageIndex(PAGES)
+    answer = 'You asked "what is the liability cap of the contract" and "it is capped" [p. 1].'
+    checks = check_answer_quotes(answer, "What is the liability cap of the contract?", index)
+    assert [c.quote for c in checks] == []  # "it is capped" has too few words to check
+    answer += ' Also "the moon is made of cheese" [p. 1].'
+    [check] = check_answer_quotes(answer, "What is the liability cap of the contract?", index)
+    assert check.status is QuoteStatus.NOT_FOUND
