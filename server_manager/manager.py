@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from desktop.config import CONFIG_NAME, Settings, load_settings
 from desktop.errors import AuthenticationFailed, ConfigError, ServerUnreachable
+from desktop.processes import pid_alive
 from server_manager import probe
 from server_manager.errors import (
     NoContainerRuntime,
@@ -39,7 +40,6 @@ from server_manager.state import (
     api_key,
     clear_state,
     locked,
-    pid_alive,
     read_api_key,
     read_state,
     write_state,

@@ -191,20 +191,3 @@ def locked(paths: Paths, timeout_s: float = 120.0) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing releases the flock
-
-
-def pid_alive(pid: int) -> bool:
-    """True when a process with this pid exists (and is not a zombie)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from desktop.processes import pid_alive
 from server_manager import probe
 from server_manager.errors import ServerManagerError
 from server_manager.logs import ServerLog
@@ -40,7 +41,6 @@ from server_manager.state import (
     api_key,
     clear_state,
     locked,
-    pid_alive,
     read_state,
     write_state,
 )

@@ -8,7 +8,6 @@ migrations applied on open.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
 import time
@@ -22,6 +21,7 @@ import sqlite_utils
 
 from desktop.documents.model import Document, OutlineEntry, Page
 from desktop.errors import StorageError
+from desktop.processes import pid_alive
 from desktop.store.migrations import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 15_000
@@ -356,7 +356,7 @@ class Store:
             rows = self.db.execute(
                 "SELECT id, extra FROM answers WHERE status = 'running'"
             ).fetchall()
-        dead = [row[0] for row in rows if not _pid_alive(json.loads(row[1] or "{}").get("pid"))]
+        dead = [row[0] for row in rows if not pid_alive(json.loads(row[1] or "{}").get("pid"))]
         if dead:
             with self._write():
                 self.db.execute(
@@ -365,19 +365,6 @@ class Store:
                     dead,
                 )
         return len(dead)
-
-
-def _pid_alive(pid: object) -> bool:
-    """True if a process with this pid exists (a row without a pid counts as dead)."""
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _answer(row: dict[str, Any]) -> StoredAnswer:

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from desktop.config import Settings
+from desktop.processes import pid_alive
 from server_manager import ServerManager, Stage, connection_for
 from server_manager.errors import ServerFailed
 from server_manager.runtime import parse_inspect, parse_port_bindings
-from server_manager.state import pid_alive
 from tests.conftest import CORPUS_DIR
 from tests.e2e.conftest import (
     TEST_MODEL,
