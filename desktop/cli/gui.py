@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 from typing import Any
+
+from desktop.errors import UsageError
 
 
 def register(sub: Any) -> None:
@@ -20,6 +24,17 @@ def register(sub: Any) -> None:
 
 def cmd_gui(args: argparse.Namespace) -> int:
     """Start the Qt application (imported lazily: the CLI works without a display)."""
+    if (
+        sys.platform.startswith("linux")
+        and not os.environ.get("QT_QPA_PLATFORM")
+        and not os.environ.get("DISPLAY")
+        and not os.environ.get("WAYLAND_DISPLAY")
+    ):
+        # Without this check Qt aborts the process with a core dump and a plugin hint.
+        raise UsageError(
+            "no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset); "
+            "use the command line instead (longdoc --help), or run under Xvfb"
+        )
     from desktop.ui.app import run
 
     return run(list(args.files))

@@ -76,10 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(name)s: %(message)s",
     )
     if args.command is None:
-        from desktop.cli import gui
-
         args = parser.parse_args(["gui", *([] if argv is None else list(argv))])
-        return gui.cmd_gui(args)
     try:
         code: int = args.func(args)
         return code

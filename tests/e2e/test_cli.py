@@ -327,3 +327,15 @@ def test_unwritable_data_directory_exit_1(tmp_path: Path) -> None:
     result = longdoc("ingest", str(FOUR_PAGES), home=blocker / "home")
     assert result.returncode == 1
     assert "Error: " in assert_one_error_line(result.stderr)
+
+
+def test_gui_without_a_display_says_so(home: Path) -> None:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")
+    }
+    env["LONGDOC_HOME"] = str(home)
+    result = subprocess.run([str(LONGDOC)], capture_output=True, text=True, timeout=60, env=env)
+    assert result.returncode == 2
+    assert "no display" in assert_one_error_line(result.stderr)
