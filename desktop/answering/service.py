@@ -11,7 +11,7 @@ import os
 import threading
 import time
 from collections.abc import Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from desktop.answering.budget import Budget, plan_budget
 from desktop.answering.client import ChatClient, ModelInfo, StreamingAnswer, first_token_timeout
@@ -104,7 +104,6 @@ class Plan:
     messages: list[dict[str, str]]
     budget: Budget
     key: AnswerKey
-    warnings: list[str] = field(default_factory=list)
 
 
 class Answerer:
@@ -213,7 +212,7 @@ class Answerer:
                 pages.last - pages.first + 1,
             )
         key = self.cache_key(question, info.id, reserve)
-        return Plan(question, pages, info.id, messages, budget, key, list(budget.warnings))
+        return Plan(question, pages, info.id, messages, budget, key)
 
     def prewarm(
         self,
@@ -281,7 +280,7 @@ class Answerer:
                 first_page=plan.pages.first,
                 last_page=plan.pages.last,
                 page_count=len(question.document.pages),
-                warnings=plan.warnings,
+                warnings=list(plan.budget.warnings),
             )
             stream = self.client.stream(
                 plan.messages,
