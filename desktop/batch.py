@@ -39,6 +39,8 @@ class BatchItem:
     error: str = ""
     model: str = ""
     seconds: float = 0.0
+    # The typed error behind a skip or failure: the CLI picks its exit code from it.
+    failure: LongdocError | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -85,7 +87,7 @@ class BatchReport:
             {
                 "question": self.question,
                 "started_at": self.started_at,
-                "items": [vars(i) for i in self.items],
+                "items": [{k: v for k, v in vars(i).items() if k != "failure"} for i in self.items],
             },
             ensure_ascii=False,
             indent=2,
@@ -126,11 +128,11 @@ def summarize(
                     item.model = event.answer.model
                     item.status = "cached" if event.from_cache else "done"
         except DocumentError as exc:
-            item.status, item.error = "skipped", exc.reason
+            item.status, item.error, item.failure = "skipped", exc.reason, exc
         except (Cancelled, ServerUnavailable):
             raise
         except LongdocError as exc:
-            item.status, item.error = "failed", str(exc)
+            item.status, item.error, item.failure = "failed", str(exc), exc
         item.seconds = time.monotonic() - started
         if on_progress:
             on_progress(number, total, item)

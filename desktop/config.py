@@ -22,6 +22,8 @@ SETTINGS_VERSION = 1
 
 DEFAULT_ANSWER_RESERVE = 16_384
 MIN_ANSWER_RESERVE = 2_048
+# Larger than any model's context (Qwen3.5 with YaRN: 1,010,000): a typo, not a setting.
+MAX_CONTEXT_LENGTH = 16_777_216
 
 
 def data_dir() -> Path:
@@ -63,6 +65,9 @@ class Settings:
     profile: str = "sglang-rocm"
     container_runtime: str = ""
     keep_server_running: bool = True
+    # For servers that do not report their context (transformers serve, llama.cpp, routers);
+    # 0 = the server's own figure. When both exist the smaller wins.
+    context_length: int = 0
 
     def validate(self) -> None:
         """Raise ConfigError naming the first bad value."""
@@ -75,6 +80,11 @@ class Settings:
             )
         if self.min_prefill_rate <= 0:
             raise ConfigError("min_prefill_rate must be a positive number of tokens per second")
+        if not 0 <= self.context_length <= MAX_CONTEXT_LENGTH:
+            raise ConfigError(
+                f"context_length must be between 1 and {MAX_CONTEXT_LENGTH:,} tokens "
+                f"(0 = as the server reports), not {self.context_length:,}"
+            )
         if self.container_runtime not in ("", "docker", "podman"):
             raise ConfigError(
                 f"container_runtime must be docker or podman, not {self.container_runtime!r}"
@@ -92,6 +102,7 @@ class Settings:
 
 
 _ENV = {"endpoint": "LONGDOC_ENDPOINT", "model": "LONGDOC_MODEL", "api_key": "LONGDOC_API_KEY"}
+CONTEXT_LENGTH_ENV = "LONGDOC_CONTEXT_LENGTH"
 
 
 def _toml_value(value: object) -> str:
@@ -127,6 +138,7 @@ def load_settings(path: Path | None = None, *, env: bool = True) -> Settings:
         "profile": str,
         "container_runtime": str,
         "keep_server_running": bool,
+        "context_length": int,
     }
     if path.exists():
         try:
@@ -142,6 +154,14 @@ def load_settings(path: Path | None = None, *, env: bool = True) -> Settings:
         for key, var in _ENV.items():
             if os.environ.get(var):
                 setattr(settings, key, os.environ[var])
+        stated = os.environ.get(CONTEXT_LENGTH_ENV, "").strip()
+        if stated:
+            try:
+                settings.context_length = int(stated.replace("_", "").replace(",", ""))
+            except ValueError:
+                raise ConfigError(
+                    f"{CONTEXT_LENGTH_ENV}={stated!r} is not a number of tokens"
+                ) from None
     settings.validate()
     return settings
 

@@ -70,21 +70,37 @@ class DocumentEmpty(DocumentError):
 
 
 class DocumentTooLarge(DocumentError):
-    """Document plus prompt does not fit the server's context, even with the minimum reserve."""
+    """Document plus prompt does not fit the server's limits, even with the minimum reserve.
+
+    ``limit`` says which limit binds with its numbers and ``remedy`` what to do (both from
+    ``desktop.answering.budget``); the defaults describe the context length.
+    """
 
     def __init__(
-        self, path: Path | str, needed: int, available: int, context: int, pages: int
+        self,
+        path: Path | str,
+        needed: int,
+        available: int,
+        context: int,
+        pages: int,
+        *,
+        limit: str = "",
+        remedy: str = "",
     ) -> None:
         self.needed = needed
         self.available = available
         self.context = context
         self.pages = pages
-        reason = (
-            f"needs {needed:,} prompt tokens but the server's context of {context:,} tokens "
-            f"leaves {available:,} for the prompt; choose a page range, "
-            f"e.g. --pages 1-{suggest_page_end(pages, needed, available)}"
+        limit = limit or (
+            f"the server's context of {context:,} tokens leaves {available:,} for the prompt"
         )
-        super().__init__(path, reason)
+        if not remedy:
+            remedy = (
+                f"choose a page range, e.g. --pages 1-{suggest_page_end(pages, needed, available)}"
+                if pages > 1
+                else "a single page cannot be split: use a server with a longer context"
+            )
+        super().__init__(path, f"needs {needed:,} prompt tokens but {limit}; {remedy}")
 
 
 def suggest_page_end(pages: int, needed: int, available: int) -> int:
@@ -146,3 +162,22 @@ class Cancelled(LongdocError):
 
     def __init__(self, message: str = "Stopped by the user.") -> None:
         super().__init__(message)
+
+
+# --- server settings (client engineer: typed so the CLI and the UI need not read messages) ---
+
+
+class ServerSetupError(UsageError):
+    """Which server to use, or what it is, is not configured well enough to ask."""
+
+
+class NoServerConfigured(ServerSetupError):
+    """No endpoint is set and no managed server runs."""
+
+
+class ModelNotServed(ServerSetupError):
+    """The configured model is not among the models the server lists."""
+
+
+class ContextUnknown(ServerSetupError):
+    """The server does not report its context length and no setting states one."""

@@ -61,6 +61,10 @@ class Connection:
     url: str
     api_key: str
     model: str
+    # What a client may assume: the engine of a managed profile ("" = find out), and the
+    # external profile's stated context length (0 = none).
+    engine: str = ""
+    context_length: int = 0
 
     @property
     def v1_url(self) -> str:
@@ -485,9 +489,12 @@ def connection_for(data_dir: Path, settings: Settings | None = None) -> Connecti
         if state.kind == "external":
             with contextlib.suppress(ServerManagerError):
                 profile = load_profile(state.profile, Path(data_dir))
-                return Connection(profile.endpoint, profile.api_key, profile.model_name)
+                return _external(profile)
         elif state.state == "ready" or supervisor_alive(state.supervisor_pid):
-            return Connection(state.endpoint, read_api_key(paths), state.model)
+            engine = ""
+            with contextlib.suppress(ServerManagerError):
+                engine = load_profile(state.profile, Path(data_dir)).engine
+            return Connection(state.endpoint, read_api_key(paths), state.model, engine)
     if settings is None:
         try:
             settings = load_settings(Path(data_dir) / CONFIG_NAME, env=False)
@@ -498,8 +505,15 @@ def connection_for(data_dir: Path, settings: Settings | None = None) -> Connecti
     except ServerManagerError:
         return None
     if profile.kind == "external":
-        return Connection(profile.endpoint, profile.api_key, profile.model_name)
+        return _external(profile)
     return None
+
+
+def _external(profile: Profile) -> Connection:
+    """An external profile's connection; its engine is found out from the server itself."""
+    return Connection(
+        profile.endpoint, profile.api_key, profile.model_name, context_length=profile.context_length
+    )
 
 
 def _wait_gone(pid: int, timeout_s: float) -> bool:

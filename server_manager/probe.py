@@ -9,6 +9,8 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from desktop.net import auth_headers, urlopen
+
 TIMEOUT_S = 3.0
 
 Health = Literal["ok", "busy", "unauthorized", "unreachable"]
@@ -74,11 +76,9 @@ class Reply:
 
 def get(url: str, api_key: str = "", timeout: float = TIMEOUT_S) -> Reply:
     """GET with a Bearer key; never raises for HTTP or network errors."""
-    request = urllib.request.Request(url)
-    if api_key:
-        request.add_header("Authorization", f"Bearer {api_key}")
+    request = urllib.request.Request(url, headers=auth_headers(api_key))
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with urlopen(request, timeout=timeout) as response:
             return Reply(response.status, response.read())
     except urllib.error.HTTPError as exc:
         with exc:

@@ -13,8 +13,14 @@ import time
 from collections.abc import Generator
 from dataclasses import dataclass
 
-from desktop.answering.budget import Budget, plan_budget
-from desktop.answering.client import ChatClient, ModelInfo, StreamingAnswer, first_token_timeout
+from desktop.answering.budget import Budget, ContextLimits, explain_limit, plan_budget, remedy
+from desktop.answering.client import (
+    ChatClient,
+    ModelInfo,
+    StreamingAnswer,
+    engine_from_server_info,
+    first_token_timeout,
+)
 from desktop.answering.events import (
     AnswerDelta,
     Event,
@@ -36,8 +42,11 @@ from desktop.documents.ingest import require_text
 from desktop.documents.model import Document
 from desktop.errors import (
     Cancelled,
+    ContextUnknown,
     DocumentTooLarge,
     LongdocError,
+    ModelNotServed,
+    NoServerConfigured,
     ServerError,
     ServerUnavailable,
     UsageError,
@@ -50,31 +59,61 @@ log = logging.getLogger("longdoc.answering")
 # The question of a pre-warm request: only the prefix before it matters to the cache.
 PREWARM_QUESTION = "Reply with OK."
 
+# Partial answers reach the store at least this often, so a killed process loses at most
+# the last moment of the answer.
+PROGRESS_FLUSH_S = 1.0
+
+# Where a stated context length comes from, for messages (precedence: --context-length >
+# LONGDOC_CONTEXT_LENGTH > context_length in longdoc.toml > the external profile's key).
+STATED_BY_SETTINGS = "the context_length setting"
+STATED_BY_PROFILE = "the external profile's context_length"
+
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where to send questions: URL, key, and the model name (empty = the server's first)."""
+    """Where to send questions: URL, key, and the model name (empty = the server's first).
+
+    ``engine`` is the managed profile's engine ("" = unknown, found out from the server);
+    ``context_length`` is a stated context length (0 = none), with ``stated_by`` its source.
+    """
 
     url: str
     api_key: str
     model: str = ""
     managed: bool = False
+    engine: str = ""
+    context_length: int = 0
+    stated_by: str = ""
 
 
 def resolve_endpoint(settings: Settings) -> Endpoint:
     """The configured endpoint, else the server Longdoc manages (started or adopted)."""
+    stated = settings.context_length
     if settings.endpoint:
-        return Endpoint(settings.endpoint, settings.api_key, settings.model)
+        return Endpoint(
+            settings.endpoint,
+            settings.api_key,
+            settings.model,
+            context_length=stated,
+            stated_by=STATED_BY_SETTINGS if stated else "",
+        )
     from server_manager import connection_for  # lazy: the manager is optional for ask
 
     conn = connection_for(data_dir(), settings)
     if conn is None:
-        raise UsageError(
+        raise NoServerConfigured(
             "No server configured and no Longdoc server running: start one with "
             "`longdoc server start`, or pass --endpoint URL (or set LONGDOC_ENDPOINT)."
         )
+    profile_stated = conn.context_length
     return Endpoint(
-        conn.url, settings.api_key or conn.api_key, settings.model or conn.model, managed=True
+        conn.url,
+        settings.api_key or conn.api_key,
+        settings.model or conn.model,
+        managed=True,
+        engine=conn.engine,
+        context_length=stated or profile_stated,
+        stated_by=STATED_BY_SETTINGS if stated else STATED_BY_PROFILE if profile_stated else "",
     )
 
 
@@ -88,6 +127,8 @@ class Question:
     thinking: bool = True
     use_cache: bool = True
     max_tokens: int | None = None  # None = the settings' answer reserve
+    # Also ask the server to count the prompt (/v1/tokenize); the budget uses the larger.
+    check_tokens: bool = False
 
     def page_range(self) -> PageRange:
         """The selected pages, defaulting to all."""
@@ -104,6 +145,8 @@ class Plan:
     messages: list[dict[str, str]]
     budget: Budget
     key: AnswerKey
+    local_tokens: int = 0
+    server_tokens: int | None = None  # the server's count, when asked and available
 
 
 class Answerer:
@@ -113,9 +156,9 @@ class Answerer:
         self.store = store
         self.endpoint = endpoint
         self.settings = settings
-        self.client = ChatClient(endpoint.url, endpoint.api_key)
+        self.client = ChatClient(endpoint.url, endpoint.api_key, endpoint.engine)
         self._model: ModelInfo | None = None
-        self._max_input: int | None = None
+        self._limits: ContextLimits | None = None
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -134,20 +177,42 @@ class Answerer:
         chosen = next((m for m in models if m.id == wanted), None) if wanted else models[0]
         if chosen is None:
             names = ", ".join(m.id for m in models)
-            raise UsageError(
+            raise ModelNotServed(
                 f"The server at {self.endpoint.url} has no model {wanted!r}; it serves: {names}."
             )
-        if chosen.max_model_len is None:
-            raise ServerError(
-                f"The server at {self.endpoint.url} does not report its context length "
-                "(max_model_len in /v1/models), so the prompt size cannot be checked."
-            )
-        info = self.client.server_info()
-        max_input = info.get("max_req_input_len")
         with self._lock:
             self._model = chosen
-            self._max_input = max_input if isinstance(max_input, int) else None
         return chosen
+
+    def _context_limits(self, model: ModelInfo) -> ContextLimits:
+        """The server's reported limits combined with a stated context length."""
+        reported, stated = model.max_model_len, self.endpoint.context_length
+        if reported is None and not stated:
+            raise ContextUnknown(
+                f"The server at {self.endpoint.url} does not report its context length "
+                "(max_model_len in /v1/models): state it with --context-length N, "
+                "LONGDOC_CONTEXT_LENGTH or context_length in longdoc.toml."
+            )
+        if reported is None or (stated and stated < reported):
+            context, stated_by = stated, self.endpoint.stated_by
+        else:
+            context, stated_by = reported, ""
+        info = self.client.server_info()
+        if not self.client.engine:
+            self.client.engine = engine_from_server_info(info)
+        max_input = info.get("max_req_input_len")
+        return ContextLimits(context, max_input if isinstance(max_input, int) else None, stated_by)
+
+    def limits(self) -> ContextLimits:
+        """What the server accepts: context length and input limit (asked once)."""
+        model = self.model()
+        with self._lock:
+            if self._limits is not None:
+                return self._limits
+        limits = self._context_limits(model)
+        with self._lock:
+            self._limits = limits
+        return limits
 
     def cache_key(self, question: Question, model: str, max_tokens: int) -> AnswerKey:
         """The answer-cache key for a question."""
@@ -191,28 +256,38 @@ class Answerer:
         return self.cached(question, model)
 
     def plan(self, question: Question) -> Plan:
-        """Count the prompt exactly and fit it to the context, or raise DocumentTooLarge."""
+        """Count the prompt exactly and fit it to the server's limits, or raise DocumentTooLarge.
+
+        With ``question.check_tokens`` the server counts too and the larger count decides.
+        """
         if not question.text.strip():
             raise UsageError("The question is empty.")
         info = self.model()
+        limits = self.limits()
         doc = question.document
         pages = question.page_range()
         require_text(doc, pages.first, pages.last)
         reserve = question.max_tokens or self.settings.answer_reserve
         messages = build_messages(doc, pages, question.text)
-        prompt_tokens = count_prompt_tokens(doc, pages, question.text, question.thinking)
-        assert info.max_model_len is not None
-        budget = plan_budget(prompt_tokens, info.max_model_len, reserve, self._max_input)
+        local = count_prompt_tokens(doc, pages, question.text, question.thinking)
+        server = (
+            self.client.count_tokens(messages, info.id, question.thinking)
+            if question.check_tokens
+            else None
+        )
+        budget = plan_budget(max(local, server or 0), limits, reserve)
         if not budget.fits:
             raise DocumentTooLarge(
                 doc.path,
-                prompt_tokens,
+                budget.prompt_tokens,
                 budget.prompt_limit,
-                info.max_model_len,
+                limits.context_length,
                 pages.last - pages.first + 1,
+                limit=explain_limit(budget),
+                remedy=remedy(budget, pages.first, pages.last),
             )
         key = self.cache_key(question, info.id, reserve)
-        return Plan(question, pages, info.id, messages, budget, key)
+        return Plan(question, pages, info.id, messages, budget, key, local, server)
 
     def prewarm(
         self,
@@ -281,6 +356,8 @@ class Answerer:
                 last_page=plan.pages.last,
                 page_count=len(question.document.pages),
                 warnings=list(plan.budget.warnings),
+                local_tokens=plan.local_tokens,
+                server_tokens=plan.server_tokens,
             )
             stream = self.client.stream(
                 plan.messages,
@@ -292,6 +369,7 @@ class Answerer:
                 ),
                 cancel=cancel,
             )
+            flushed = time.monotonic()
             for event in stream:
                 if isinstance(event, AnswerDelta):
                     parts.append(event.text)
@@ -301,8 +379,15 @@ class Answerer:
                     usage = event
                 elif isinstance(event, Finished):
                     finished = event
-                if ttft is None and isinstance(event, AnswerDelta | ReasoningDelta):
-                    ttft = time.monotonic() - started
+                if isinstance(event, AnswerDelta | ReasoningDelta):
+                    now = time.monotonic()
+                    if ttft is None:
+                        ttft = now - started
+                    if now - flushed >= PROGRESS_FLUSH_S:
+                        # A SIGKILL leaves this row 'running' with what arrived so far; the
+                        # next Store marks it incomplete (never served from the cache).
+                        self.store.save_progress(answer_id, "".join(parts), "".join(reasoning))
+                        flushed = now
                 yield event
         except GeneratorExit:
             # The consumer dropped the generator (window closed): keep what arrived.

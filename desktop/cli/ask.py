@@ -59,12 +59,22 @@ def register(sub: Any) -> None:
         "--max-tokens",
         type=int,
         metavar="N",
-        help="answer reserve in tokens (default 16384; shrinks to 2048 if needed)",
+        help="the longest answer in tokens, reasoning included; also the answer reserve the "
+        "budget keeps free in the context (default: answer_reserve, 16384; shrinks to 2048 "
+        "with a warning when the document needs the room)",
+    )
+    p.add_argument(
+        "--context-length",
+        type=int,
+        metavar="N",
+        help="the server's context length in tokens, for servers that do not report it "
+        "(when both exist the smaller wins; default: LONGDOC_CONTEXT_LENGTH, context_length "
+        "in longdoc.toml)",
     )
     p.add_argument(
         "--check-tokens",
         action="store_true",
-        help="confirm the local prompt token count with the server's /v1/tokenize",
+        help="also have the server count the prompt (/v1/tokenize); the budget uses the larger",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object at the end")
     p.set_defaults(func=cmd_ask)
@@ -79,11 +89,8 @@ def _ago(created: float) -> str:
     return "just now"
 
 
-def check_tokens(answerer: Answerer, question: Question) -> None:
+def report_token_check(local: int, remote: int | None) -> None:
     """Print the local and the server's prompt token counts; warn when they differ."""
-    plan = answerer.plan(question)
-    local = plan.budget.prompt_tokens
-    remote = answerer.confirm_tokens(plan)
     if remote is None:
         print(
             f"Prompt: {local:,} tokens (the server cannot count chat messages; "
@@ -114,6 +121,8 @@ def report_quotes(answer: str, doc: Document, question: str) -> None:
 
 def cmd_ask(args: argparse.Namespace) -> int:
     """Ask, stream, store; print JSON at the end with --json."""
+    if args.context_length is not None and args.context_length < 1:
+        raise UsageError("--context-length must be a positive number of tokens")
     settings = settings_from(args)
     if args.max_tokens is not None and args.max_tokens < 1:
         raise UsageError("--max-tokens must be a positive number")
@@ -129,8 +138,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 raise UsageError(f"{args.path}: {exc}") from None
         answerer = Answerer(store, resolve_endpoint(settings), settings)
         question = Question(doc, args.question, pages, thinking, not args.no_cache, args.max_tokens)
-        if args.check_tokens:
-            check_tokens(answerer, question)
+        question.check_tokens = args.check_tokens
         tty_err = sys.stderr.isatty()
         final: Stored | None = None
         in_reasoning = False
@@ -139,6 +147,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
         try:
             for event in events:
                 if isinstance(event, Sent):
+                    if args.check_tokens:
+                        report_token_check(event.local_tokens, event.server_tokens)
                     for warning in event.warnings:
                         warn(warning)
                     if (event.first_page, event.last_page) != (1, event.page_count):
@@ -169,6 +179,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
                         )
                 elif isinstance(event, Stored):
                     final = event
+                    if event.from_cache and args.check_tokens:
+                        print("Prompt: not sent (answered from the cache).", file=sys.stderr)
         finally:
             events.close()  # a KeyboardInterrupt here still stores the answer as incomplete
             if in_reasoning:

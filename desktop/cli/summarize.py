@@ -82,5 +82,7 @@ def cmd_summarize(args: argparse.Namespace) -> int:
         print(f"Report written to {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)
-    counts = report.counts()
-    return EXIT_DOCUMENT if counts.get("skipped") or counts.get("failed") else 0
+    # A server failure outranks a document problem: it is what the user must fix first.
+    codes = [i.failure.exit_code for i in report.items if i.failure is not None]
+    server = [code for code in codes if code != EXIT_DOCUMENT]
+    return server[0] if server else EXIT_DOCUMENT if codes else 0

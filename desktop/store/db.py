@@ -336,6 +336,14 @@ class Store:
                 },
             )
 
+    def save_progress(self, answer_id: int, answer: str, reasoning: str) -> None:
+        """Keep what has streamed so far of a running answer (it stays 'running')."""
+        with self._write():
+            self.db.execute(
+                "UPDATE answers SET answer = ?, reasoning = ? WHERE id = ? AND status = 'running'",
+                [answer, reasoning, answer_id],
+            )
+
     def get_answer(self, answer_id: int) -> StoredAnswer | None:
         """One answer by id."""
         with self._lock:

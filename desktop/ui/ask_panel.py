@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.answering.budget import suggest_pages
 from desktop.answering.citations import PageIndex, QuoteCheck, check_answer_quotes
 from desktop.answering.events import AnswerDelta, Finished, ReasoningDelta, Sent, Stored, Usage
 from desktop.answering.prompt import PageRange
@@ -34,9 +35,8 @@ from desktop.errors import (
     Cancelled,
     DocumentTooLarge,
     LongdocError,
+    ServerSetupError,
     ServerUnavailable,
-    UsageError,
-    suggest_page_end,
 )
 from desktop.store.db import StoredAnswer
 from desktop.ui import messages, tasks
@@ -302,15 +302,11 @@ class AskPanel(QWidget):
 
     def _show_budget(self, view: BudgetView) -> None:
         self.budget_bar.show_budget(view)
-        budget = view.budget
-        if budget.fits:
+        suggestion = suggest_pages(view.pages.first, view.pages.last, view.budget)
+        if suggestion is None:  # fits, or a single page that no range can make fit
             self.suggest_button.hide()
             return
-        end = suggest_page_end(
-            view.pages.last - view.pages.first + 1, budget.prompt_tokens, budget.prompt_limit
-        )
-        first = view.pages.first
-        self._suggested = f"{first}-{first + end - 1}"
+        self._suggested = f"{suggestion[0]}-{suggestion[1]}"
         self.suggest_button.setText(f"Use pages {self._suggested}")
         self.suggest_button.show()
 
@@ -464,7 +460,7 @@ class AskPanel(QWidget):
             self.answer_view.fail(f"Not sent: {exc.reason}.")
             self.refresh_budget()
             self.pages_edit.setFocus()
-        elif isinstance(exc, ServerUnavailable | UsageError) and _about_server(exc):
+        elif isinstance(exc, ServerUnavailable | ServerSetupError):
             text = f"The server is not ready: {exc}"
             if managed:
                 self.answer_view.fail(text, "start-server", "Start the server")
@@ -583,8 +579,3 @@ class AskPanel(QWidget):
             self._task.cancel()
             self._task.detach()
             tasks.wait_all(timeout_ms)
-
-
-def _about_server(exc: LongdocError) -> bool:
-    """Is this error about the server being absent or not ready?"""
-    return isinstance(exc, ServerUnavailable) or "server" in str(exc).lower()

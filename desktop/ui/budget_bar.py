@@ -6,6 +6,7 @@ from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPalette
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
+from desktop.answering.budget import explain_limit, suggest_pages
 from desktop.ui.session import BudgetView
 
 # The one colour not taken from the palette: "over budget" must read as an alarm in light
@@ -110,8 +111,12 @@ class BudgetBar(QWidget):
             scope = view.pages.describe(view.page_count)
             text = (
                 f"Over budget by {b.overflow:,} tokens: {scope} need {b.prompt_tokens:,} "
-                f"prompt tokens, but the context of {b.context_length:,} leaves "
-                f"{b.prompt_limit:,} after the minimum answer reserve. Choose a page range."
+                f"prompt tokens, but {explain_limit(b)}. "
+                + (
+                    "Choose a page range."
+                    if suggest_pages(view.pages.first, view.pages.last, b) is not None
+                    else "One page cannot be split: the server needs a longer context."
+                )
             )
         self.bar.show()
         self.bar.update()

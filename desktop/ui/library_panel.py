@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.answering.budget import plan_budget
+from desktop.answering.budget import ContextLimits, document_budget, explain_limit
 from desktop.documents.model import Document
 from desktop.errors import DocumentError
 from desktop.library import expand_paths, open_document
@@ -28,10 +28,6 @@ from desktop.store.db import DocumentSummary, Store
 from desktop.ui import messages, tasks
 
 log = logging.getLogger("longdoc.ui.library")
-
-# Tokens the instructions and a question add to the document (the exact figure is in the
-# budget bar; this is for the library's at-a-glance "fits" column).
-PROMPT_OVERHEAD = 300
 
 COLUMNS = ("Title", "Pages", "Tokens", "Fits")
 SHA_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -51,8 +47,9 @@ class LibraryPanel(QWidget):
     def __init__(self, store: Store, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.store = store
-        self._context: int | None = None
+        self._limits: ContextLimits | None = None
         self._reserve = 0
+        self._thinking = True
         self._queue: list[Path] = []
         self._current: Path | None = None
         self._done = 0
@@ -157,25 +154,29 @@ class LibraryPanel(QWidget):
         return [title, pages, tokens, fits]
 
     def _set_fits(self, item: QStandardItem, tokens: int) -> None:
-        if self._context is None:
+        if self._limits is None:
             item.setText("")
             item.setToolTip("The server's context length is not known yet")
             return
-        budget = plan_budget(tokens + PROMPT_OVERHEAD, self._context, self._reserve)
+        # The budget bar's figure for the whole document with the question box empty.
+        budget = document_budget(tokens, self._limits, self._reserve, thinking=self._thinking)
         if budget.fits:
             item.setText("✓")
-            item.setToolTip(f"Fits the context of {self._context:,} tokens")
+            item.setToolTip(f"Fits the context of {self._limits.context_length:,} tokens")
         else:
             item.setText(f"✗ +{budget.overflow:,}")
             item.setToolTip(
-                f"About {budget.overflow:,} tokens too many for the context of "
-                f"{self._context:,}: ask about a page range"
+                f"{budget.overflow:,} tokens too many: {explain_limit(budget)}; "
+                "ask about a page range"
             )
 
-    def set_context(self, context_length: int | None, reserve: int) -> None:
-        """The server's context length changed: recompute the "fits" column."""
-        self._context = context_length
+    def set_context(
+        self, limits: ContextLimits | None, reserve: int, thinking: bool = True
+    ) -> None:
+        """The server's limits (or the settings) changed: recompute the "fits" column."""
+        self._limits = limits
         self._reserve = reserve
+        self._thinking = thinking
         for row in range(self.model.rowCount()):
             title = self.model.item(row, 0)
             if title.data(STATE_ROLE) == "ready":

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QSplitter,
 )
 
+from desktop.answering.budget import ContextLimits
 from desktop.config import Settings, data_dir, load_settings
 from desktop.documents import SUPPORTED_SUFFIXES
 from desktop.documents.model import Document
@@ -58,7 +59,7 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.document: Document | None = None
         self._server_state: str | None = None
-        self._context_task: tasks.Task[int] | None = None
+        self._context_task: tasks.Task[ContextLimits] | None = None
         self.server_panel: ServerPanel | None = None
         self._splitters_restored = False
 
@@ -305,12 +306,13 @@ class MainWindow(QMainWindow):
     def _fetch_context(self) -> None:
         session = self.session
 
-        def known(context: int) -> None:
-            self.library.set_context(context, session.settings.answer_reserve)
+        def known(limits: ContextLimits) -> None:
+            settings = session.settings
+            self.library.set_context(limits, settings.answer_reserve, settings.thinking)
             self.ask_panel.refresh_budget()
 
         self._context_task = tasks.run_call(
-            session.context_length,
+            session.limits,
             success=known,
             failure=lambda exc: log.info("context length unknown: %s", exc),
             name="context length",

@@ -9,7 +9,7 @@ import statistics
 import threading
 from dataclasses import dataclass
 
-from desktop.answering.budget import Budget, plan_budget
+from desktop.answering.budget import Budget, ContextLimits, plan_budget, prompt_overhead
 from desktop.answering.prompt import PageRange, count_prompt_tokens
 from desktop.answering.service import Answerer, Endpoint, resolve_endpoint
 from desktop.config import Settings
@@ -64,25 +64,21 @@ class Session:
         """Where questions go now (blocking)."""
         return resolve_endpoint(self.settings)
 
-    def context_length(self) -> int:
-        """The server's context length (network call)."""
-        info = self.answerer().model()
-        assert info.max_model_len is not None
-        return info.max_model_len
+    def limits(self) -> ContextLimits:
+        """What the server accepts: context length and input limit (network call)."""
+        return self.answerer().limits()
 
     def budget(
         self, doc: Document, pages: PageRange | None, question: str, thinking: bool
     ) -> BudgetView:
-        """The exact prompt size against the server's context (network + tokenizing)."""
-        context = self.context_length()
+        """The exact prompt size against the server's limits (network + tokenizing)."""
+        limits = self.limits()
         selected = pages or PageRange(1, max(len(doc.pages), 1))
-        prompt = count_prompt_tokens(doc, selected, question or "?", thinking)
-        budget = plan_budget(prompt, context, self.settings.answer_reserve)
-        # Instructions and question are what the whole-document prompt has beyond the
-        # document; the same overhead applies to a range (prefix counts are cached).
-        full = PageRange(1, max(len(doc.pages), 1))
-        overhead = count_prompt_tokens(doc, full, question or "?", thinking) - doc.tokens
-        doc_tokens = max(0, min(prompt - overhead, prompt))
+        # The same count the CLI's budget uses; an empty question counts as the library's.
+        prompt = count_prompt_tokens(doc, selected, question, thinking)
+        budget = plan_budget(prompt, limits, self.settings.answer_reserve)
+        # Instructions and question add the same tokens to any range's document block.
+        doc_tokens = max(0, prompt - prompt_overhead(question, thinking))
         return BudgetView(budget, doc_tokens, selected, len(doc.pages))
 
     # --- prefill throughput, for the waiting estimate ----------------------------------
