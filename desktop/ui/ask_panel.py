@@ -35,6 +35,7 @@ from desktop.errors import (
     Cancelled,
     DocumentTooLarge,
     LongdocError,
+    NoServerConfigured,
     ServerSetupError,
     ServerUnavailable,
 )
@@ -461,8 +462,14 @@ class AskPanel(QWidget):
             self.refresh_budget()
             self.pages_edit.setFocus()
         elif isinstance(exc, ServerUnavailable | ServerSetupError):
-            text = f"The server is not ready: {exc}"
-            if managed:
+            # Not ready (or none running) can be fixed by starting the managed server; a
+            # wrong setting (model, context length, endpoint) only in the settings.
+            text = (
+                f"The server is not ready: {exc}"
+                if isinstance(exc, ServerUnavailable)
+                else str(exc)
+            )
+            if managed and isinstance(exc, ServerUnavailable | NoServerConfigured):
                 self.answer_view.fail(text, "start-server", "Start the server")
             else:
                 self.answer_view.fail(text, "settings", "Settings…")

@@ -66,7 +66,11 @@ class Session:
 
     def limits(self) -> ContextLimits:
         """What the server accepts: context length and input limit (network call)."""
-        return self.answerer().limits()
+        limits = self.answerer().limits()
+        # Count the whole-document overhead here, off the UI thread: the library's "Fits"
+        # column reads it there (and the first count may load the tokenizer, ~1 s).
+        prompt_overhead("", self.settings.thinking)
+        return limits
 
     def budget(
         self, doc: Document, pages: PageRange | None, question: str, thinking: bool

@@ -394,6 +394,8 @@ class Behaviour:
     """Prefill speed for uncached prompt tokens; None = instant."""
     ready: bool = True
     """False makes /health, /health_generate and /ready answer 503."""
+    tokenize_extra: int = 0
+    """Added to ``/v1/tokenize``'s count of chat messages: a template that renders more."""
 
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -410,6 +412,7 @@ class Behaviour:
         "answer_text",
         "prefill_tokens_per_s",
         "ready",
+        "tokenize_extra",
     )
 
     def update(self, **changes: Any) -> None:
@@ -1141,7 +1144,7 @@ class _Handler(BaseHTTPRequestHandler):
                 200,
                 {
                     "tokens": tokens,
-                    "count": len(tokens),
+                    "count": len(tokens) + self.fake.behaviour.tokenize_extra,
                     "max_model_len": TOKENIZER_MODEL_MAX_LENGTH,
                 },
             )
