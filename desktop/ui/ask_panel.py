@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from desktop.answering.citations import PageIndex, QuoteCheck, check_answer_quotes
 from desktop.answering.events import AnswerDelta, Finished, ReasoningDelta, Sent, Stored, Usage
+from desktop.answering.pages import parse_range
 from desktop.answering.prompt import PageRange
 from desktop.answering.service import Question
 from desktop.documents.model import Document
@@ -324,7 +325,7 @@ class AskPanel(QWidget):
         text = self.pages_edit.text().strip()
         if not text or self.document is None or text.lower() == "all":
             return None
-        return PageRange.parse(text, len(self.document.pages))
+        return parse_range(text, self.document.pages)
 
     @Slot(str)
     def _on_pages_edit_text_changed(self, _text: str) -> None:

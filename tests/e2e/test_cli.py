@@ -168,7 +168,7 @@ def test_ask_plain_output_and_page_range(sglang: FakeSGLang, home: Path) -> None
     )
     assert result.returncode == 0, result.stderr
     assert "The document has 3 pages" in result.stdout
-    assert "pages 3-5 of 117 only" in result.stderr
+    assert "pages 3-5 of 117 (printed iii to 2) only" in result.stderr
     assert "Warning: quote" not in result.stderr  # the server's real quote is verified
     [body] = [r.body for r in sglang.requests if r.path.endswith("/chat/completions")]
     system = body["messages"][0]["content"]
@@ -291,9 +291,8 @@ def test_invented_quote_is_flagged(sglang: FakeSGLang, home: Path) -> None:
     )
     result = ask(sglang, home, str(FOUR_PAGES), "Moon?")
     assert result.returncode == 0
-    assert 'Warning: quote "the moon is made of green cheese entirely" was not found' in (
-        result.stderr
-    )
+    assert "Unverified quotes" in result.stdout
+    assert '"the moon is made of green cheese entirely" [p. 1]: not found' in result.stdout
 
 
 def test_scanned_pdf_ingests_but_ask_refuses(sglang: FakeSGLang, home: Path) -> None:
