@@ -108,21 +108,27 @@ _SEPARATORS = "“”‘’„‚«»‹›–—―…•·\u00a0\u2009\u202f\u
 # "agree-\nment" = "agreement" and "well-\nknown" = "well-known" = "wellknown".
 _HYPHEN_BREAK = re.compile(r"-[ \t]*\r?\n[ \t]*")
 _SPACES = re.compile(rb"  +")
-# Bytes: ASCII letters and digits (lower-cased) and UTF-8 bytes of other letters stay;
+# Bytes: ASCII letters and digits (lower-cased), UTF-8 bytes of other letters and NUL stay;
 # ASCII punctuation and whitespace become spaces.
 _BYTE_TABLE = bytes(
-    (b | 0x20 if 65 <= b <= 90 else b) if (chr(b).isalnum() or b >= 128) else 32 for b in range(256)
+    (b | 0x20 if 65 <= b <= 90 else b) if (chr(b).isalnum() or b >= 128 or b == 0) else 32
+    for b in range(256)
 )
 
 
 def normalize(text: str) -> bytes:
-    """Text as lower-case words separated by single spaces (UTF-8), forgiving PDF noise.
-
-    Written for speed (a million characters in about 20 ms): str.replace and
-    bytes.translate run in C, where a regex over every word would not.
-    """
-    if not unicodedata.is_normalized("NFKC", text):
+    """Text as lower-case words separated by single spaces (UTF-8), forgiving PDF noise."""
+    if not text.isascii() and not unicodedata.is_normalized("NFKC", text):
         text = unicodedata.normalize("NFKC", text)  # ligatures (ﬁ) and full-width forms
+    return _words(text).strip()
+
+
+def _words(text: str) -> bytes:
+    """``normalize`` after NFKC; NUL survives (it separates pages in the index).
+
+    Written for speed (a million characters in about 20 ms): whole-text str.replace and
+    bytes.translate run in C, where a regex over every word or a loop per page would not.
+    """
     text = text.casefold()
     if not text.isascii():
         text = text.replace("\u00ad", "").replace("\u200b", "").replace("\u2010", "-")
@@ -132,7 +138,7 @@ def normalize(text: str) -> bytes:
     if "-" in text:
         text = _HYPHEN_BREAK.sub("", text).replace("-", "")
     data = text.encode("utf-8", "replace").translate(_BYTE_TABLE)
-    return _SPACES.sub(b" ", data).strip()
+    return _SPACES.sub(b" ", data)
 
 
 def normalize_words(text: str) -> str:
@@ -214,18 +220,22 @@ class PageIndex(LabelIndex):
     def _build(self) -> bytes:
         with self._lock:
             if self._text is None:
+                texts = []
+                for page in self.pages:
+                    text = page.text.replace("\x00", " ")
+                    if not text.isascii() and not unicodedata.is_normalized("NFKC", text):
+                        text = unicodedata.normalize("NFKC", text)
+                    texts.append(text)
+                # All pages at once, NUL between them: one pass of each step, not one a page.
+                chunks = [chunk.strip() for chunk in _words("\x00".join(texts)).split(b"\x00")]
                 # " page1 page2 ... ": one string, so a quote may run over a page break.
-                chunks = [b""]
                 starts = []
                 offset = 0
-                for page in self.pages:
+                for chunk in chunks:
                     starts.append(offset)
-                    words = normalize(page.text)
-                    chunks.append(words)
-                    offset += len(words) + 1
-                chunks.append(b"")
+                    offset += len(chunk) + 1
                 self._starts = starts
-                self._text = b" ".join(chunks)
+                self._text = b" " + b" ".join(chunks) + b" "
             return self._text
 
     def words(self, number: int) -> str:

@@ -71,7 +71,11 @@ def register(sub: Any) -> None:
         action="store_true",
         help="confirm the local prompt token count with the server's /v1/tokenize",
     )
-    p.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object at the end, with the checked citations",
+    )
     p.set_defaults(func=cmd_ask)
 
 

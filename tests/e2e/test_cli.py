@@ -151,7 +151,10 @@ def test_ask_streams_then_answers_from_cache(sglang: FakeSGLang, home: Path) -> 
         "finish_reason",
         "usage",
         "timings",
+        "citations",
     }
+    # The server's answer: "See [p. 1] and [p. 4]. It opens with "<8 words>" [p. 1]."
+    assert [c["status"] for c in data["citations"]] == ["unquoted", "unquoted", "verified"]
     before = chats(sglang)
     second = ask(sglang, home, str(FOUR_PAGES), "What is this about?", "--json")
     assert json.loads(second.stdout)["from_cache"] is True
