@@ -374,6 +374,11 @@ class QuoteCheck:
 
 def check_answer_quotes(answer: str, question: str, index: PageIndex) -> list[QuoteCheck]:
     """The quotes among ``check_citations`` (the app's quote line uses this form)."""
+    return as_quote_checks(check_citations(answer, index, question))
+
+
+def as_quote_checks(checks: Sequence[CitationCheck]) -> list[QuoteCheck]:
+    """The checks that have a quote, in the form of the app's quote line."""
     return [
         QuoteCheck(
             c.start,
@@ -383,7 +388,7 @@ def check_answer_quotes(answer: str, question: str, index: PageIndex) -> list[Qu
             c.status,
             _first_found(c),
         )
-        for c in check_citations(answer, index, question)
+        for c in checks
         if c.quote is not None
     ]
 

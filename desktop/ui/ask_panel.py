@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.answering.citations import PageIndex, QuoteCheck, check_answer_quotes
+from desktop.answering.citations import QuoteCheck, answer_checks, as_quote_checks
 from desktop.answering.events import AnswerDelta, Finished, ReasoningDelta, Sent, Stored, Usage
 from desktop.answering.pages import parse_range
 from desktop.answering.prompt import PageRange
@@ -91,7 +91,6 @@ class AskPanel(QWidget):
         self.tokens_received = 0  # answer and reasoning deltas in the current answer
         self._suggested = ""
         # The open document's pages, indexed for quote checks (normalised text is cached).
-        self._page_index: PageIndex | None = None
         self._page_chars = 0
 
         self.history_list = QListWidget()
@@ -193,7 +192,7 @@ class AskPanel(QWidget):
             self.stop()
             messages.info("Stopped the answer: another document was opened.")
         self.document = doc
-        self._page_index = None
+        self._page_chars = 0
         self.history = []
         self.history_list.clear()
         self.answer_view.reset()
@@ -490,13 +489,13 @@ class AskPanel(QWidget):
         doc = self.document
         if doc is None or answer.status != "complete" or not answer.answer:
             return
-        if self._page_index is None:
-            self._page_index = PageIndex(doc.pages)
+        if not self._page_chars:
             self._page_chars = sum(len(p.text) for p in doc.pages)
-        index = self._page_index
+        store = self.session.store
 
         def job() -> list[QuoteCheck]:
-            return check_answer_quotes(answer.answer, answer.question, index)
+            # As the CLI does: the pages asked about, the index kept, the checks stored.
+            return as_quote_checks(answer_checks(store, answer, doc))
 
         def show(checks: list[QuoteCheck]) -> None:
             # Still the same answer about the same document on screen?
@@ -504,7 +503,7 @@ class AskPanel(QWidget):
             if self.document is doc and shown is not None and shown.id == answer.id:
                 self.answer_view.show_quote_checks(checks, doc.pages)
 
-        if (
+        if "citations" in answer.extra or (  # stored with the answer: read back at once
             self._page_chars <= QUOTE_CHECK_INLINE_CHARS
             and len(answer.answer) <= QUOTE_CHECK_INLINE_ANSWER_CHARS
         ):
