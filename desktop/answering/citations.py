@@ -268,12 +268,62 @@ class PageIndex(LabelIndex):
             limit -= 1
         return tuple(found)
 
+    def locate(self, number: int, quote: str) -> tuple[int, int] | None:
+        """Where a passage stands in a page's own text, ``(start, end)``, for highlighting.
+
+        Matched as ``find`` matches (the span runs from its first word's first character
+        to its last word's last); None when the page does not hold all of it.
+        """
+        page = self._by_number.get(number)
+        needle = normalize(quote)
+        if page is None or not needle:
+            return None
+        data, sources = _mapped_words(page.text)
+        position = (b" " + data + b" ").find(b" " + needle + b" ")
+        if position < 0:
+            return None
+        return sources[position], sources[position + len(needle) - 1] + 1
+
     def pages_for(self, ref: CitationRef) -> tuple[int, ...]:
         """The pages a citation names, in the order cited, each once."""
         pages: list[int] = []
         for part in ref.parts:
             pages.extend(n for n in self.resolve_range(part.text) if n not in pages)
         return tuple(pages)
+
+
+def _mapped_words(text: str) -> tuple[bytes, list[int]]:
+    """``normalize(text)`` built piece by piece, with the source index of every byte.
+
+    Slow (a Python loop) but only ever run on one page, when a quote is shown.
+    """
+    out = bytearray()
+    sources: list[int] = []
+    i, n = 0, len(text)
+    while i < n:
+        start = i
+        i += 1
+        while i < n and unicodedata.combining(text[i]):
+            i += 1  # a letter with its combining marks composes as one (a + ̈ = ä)
+        piece = text[start:i]
+        if piece == "-":
+            following = _HYPHEN_BREAK.match(text, start)
+            i = following.end() if following else i
+            continue
+        if piece in ("\u00ad", "\u200b"):
+            continue
+        piece = unicodedata.normalize("NFKC", piece).casefold().replace("-", "")
+        for separator in _SEPARATORS:
+            piece = piece.replace(separator, " ")
+        for byte in piece.encode("utf-8", "replace").translate(_BYTE_TABLE):
+            if byte == 32 and (not out or out[-1] == 32):
+                continue
+            out.append(byte)
+            sources.append(start)
+    while out and out[-1] == 32:
+        out.pop()
+        sources.pop()
+    return bytes(out), sources
 
 
 _cache: OrderedDict[tuple[str, int, int], PageIndex] = OrderedDict()
@@ -317,10 +367,15 @@ def check_citations(answer: str, index: PageIndex, question: str = "") -> list[C
         quotes.append(match)
     checks: list[CitationCheck] = []
     used: set[int] = set()
+    ending = {q.end(): q for q in quotes}
     for ref in find_citations(answer):
         pages = index.pages_for(ref)
         quote = next(
-            (q for q in quotes if q.end() <= ref.start and _GAP.match(answer[q.end() : ref.start])),
+            (
+                ending[end]
+                for end in range(ref.start, max(ref.start - 5, -1), -1)
+                if end in ending and _GAP.match(answer[end : ref.start])
+            ),
             None,
         )
         if quote is not None:

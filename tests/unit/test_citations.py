@@ -415,3 +415,20 @@ def test_bad_page_range_is_one_error_line_naming_the_labels(
     assert "'x..iii'" in line and "no page is labelled 'x'" in line
     assert "labels i to" in line
     assert not [r for r in server.requests if r.path.endswith("/chat/completions")]
+
+
+def test_a_found_quote_is_located_in_the_page_text_for_highlighting(geotopo: Document) -> None:
+    text = "The ﬁrst  clause: “liability” is cap-\n  ped at EUR 2,000,000. Die Gro\u0308ße."
+    index = PageIndex([Page(1, "1", text), *PAGES[1:]])
+    span = index.locate(1, "first clause: liability is capped at")
+    assert span is not None
+    assert text[span[0] : span[1]] == "ﬁrst  clause: “liability” is cap-\n  ped at"
+    span = index.locate(1, "Die Größe")
+    assert span is not None and text[span[0] : span[1]] == "Die Gro\u0308ße"
+    assert index.locate(1, "clause liability capped") is None
+    assert index.locate(2, "first clause") is None
+    page_ii = geotopo.pages[1]
+    quote = "die Mitschriften einiger Übungen und Tutorien"
+    span = PageIndex(geotopo.pages).locate(2, quote)
+    assert span is not None
+    assert page_ii.text[span[0] : span[1]] == "die Mitschriften einiger Übungen\nund Tutorien"
