@@ -238,16 +238,6 @@ class PageIndex(LabelIndex):
                 self._text = b" " + b" ".join(chunks) + b" "
             return self._text
 
-    def words(self, number: int) -> str:
-        """A page's text as normalised words joined by single spaces."""
-        text = self._build()
-        position = self._positions.get(number)
-        if position is None:
-            return ""
-        start = self._starts[position] + 1
-        end = self._starts[position + 1] if position + 1 < len(self._starts) else len(text) - 1
-        return text[start:end].strip().decode("utf-8", "replace")
-
     def find(self, quote: str, limit: int = 64) -> tuple[int, ...]:
         """The pages a passage is on (contiguous words, in order), in document order."""
         needle = normalize(quote)
@@ -278,11 +268,11 @@ class PageIndex(LabelIndex):
         needle = normalize(quote)
         if page is None or not needle:
             return None
-        data, sources = _mapped_words(page.text)
+        data, starts, ends = _mapped_words(page.text)
         position = (b" " + data + b" ").find(b" " + needle + b" ")
         if position < 0:
             return None
-        return sources[position], sources[position + len(needle) - 1] + 1
+        return starts[position], ends[position + len(needle) - 1]
 
     def pages_for(self, ref: CitationRef) -> tuple[int, ...]:
         """The pages a citation names, in the order cited, each once."""
@@ -292,13 +282,14 @@ class PageIndex(LabelIndex):
         return tuple(pages)
 
 
-def _mapped_words(text: str) -> tuple[bytes, list[int]]:
-    """``normalize(text)`` built piece by piece, with the source index of every byte.
+def _mapped_words(text: str) -> tuple[bytes, list[int], list[int]]:
+    """``normalize(text)`` built piece by piece, with the source span of every byte.
 
     Slow (a Python loop) but only ever run on one page, when a quote is shown.
     """
     out = bytearray()
-    sources: list[int] = []
+    starts: list[int] = []
+    ends: list[int] = []
     i, n = 0, len(text)
     while i < n:
         start = i
@@ -319,11 +310,13 @@ def _mapped_words(text: str) -> tuple[bytes, list[int]]:
             if byte == 32 and (not out or out[-1] == 32):
                 continue
             out.append(byte)
-            sources.append(start)
+            starts.append(start)
+            ends.append(i)
     while out and out[-1] == 32:
         out.pop()
-        sources.pop()
-    return bytes(out), sources
+        starts.pop()
+        ends.pop()
+    return bytes(out), starts, ends
 
 
 _cache: OrderedDict[tuple[str, int, int], PageIndex] = OrderedDict()
@@ -425,11 +418,6 @@ class QuoteCheck:
     cited: tuple[int, ...]
     status: QuoteStatus
     found_on: int | None
-
-
-def check_answer_quotes(answer: str, question: str, index: PageIndex) -> list[QuoteCheck]:
-    """The quotes among ``check_citations`` (the app's quote line uses this form)."""
-    return as_quote_checks(check_citations(answer, index, question))
 
 
 def as_quote_checks(checks: Sequence[CitationCheck]) -> list[QuoteCheck]:

@@ -74,16 +74,6 @@ class LabelIndex:
         times = [(_seconds(p.label), p.number) for p in self.pages]
         self._times = sorted((s, n) for s, n in times if s is not None)
 
-    @property
-    def first_label(self) -> str:
-        """The first page's printed label ("" for no pages)."""
-        return self.pages[0].label if self.pages else ""
-
-    @property
-    def last_label(self) -> str:
-        """The last page's printed label ("" for no pages)."""
-        return self.pages[-1].label if self.pages else ""
-
     def label_of(self, number: int) -> str:
         """The printed label of a page number, or ``#n`` if there is no such page."""
         page = self._by_number.get(number)

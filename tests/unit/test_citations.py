@@ -18,7 +18,7 @@ from desktop.answering.citations import (
     PageIndex,
     QuoteStatus,
     answer_checks,
-    check_answer_quotes,
+    as_quote_checks,
     check_citations,
     find_citations,
     index_for,
@@ -203,8 +203,11 @@ def test_quotes_restating_the_question_and_short_quotes_are_not_checked() -> Non
         ("the moon is made of cheese", QuoteStatus.NOT_FOUND, None),
         ("Annex page two", QuoteStatus.VERIFIED, (8,)),  # no citation: it only has to exist
     ]
-    [quote] = check_answer_quotes(answer, "What is the liability cap of the contract?", index)[:1]
-    assert quote.status is QuoteStatus.NOT_FOUND
+    quotes = as_quote_checks(checks)
+    assert [(q.quote, q.cited, q.found_on) for q in quotes] == [
+        ("the moon is made of cheese", (3,), None),
+        ("Annex page two", (), 8),
+    ]
 
 
 def test_a_quote_may_run_over_a_page_break_and_labels_may_repeat() -> None:
@@ -425,6 +428,10 @@ def test_a_found_quote_is_located_in_the_page_text_for_highlighting(geotopo: Doc
     assert text[span[0] : span[1]] == "ﬁrst  clause: “liability” is cap-\n  ped at"
     span = index.locate(1, "Die Größe")
     assert span is not None and text[span[0] : span[1]] == "Die Gro\u0308ße"
+    assert index.locate(1, "EUR 2,000,000. Die Grö") is None  # words, not parts of words
+    ending = PageIndex([Page(1, "1", "So sagt es Herr Mu\u0308.")])
+    span = ending.locate(1, "sagt es Herr Mü")
+    assert span is not None and span[1] == len("So sagt es Herr Mu\u0308")
     assert index.locate(1, "clause liability capped") is None
     assert index.locate(2, "first clause") is None
     page_ii = geotopo.pages[1]
