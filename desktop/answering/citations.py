@@ -4,7 +4,8 @@ The one citation grammar (``find_citations``) and label index (``PageIndex``) th
 the answer view and the document view share. The model cites printed labels (see the
 prompt): ``[p. 12]``, ``[p 12]``, ``[P. 12]``, ``[page 12]``, ``[pp. 3-5]``, ``[pp. 3, 7]``,
 ``[p. iv]``, ``[p. A-2]`` (an annex page, not "page A"), ``[p. 1 (#5)]`` (repeated labels),
-and for transcripts a bare timestamp ``[00:41:12]``. Labels resolve case-insensitively.
+and bare anchors: a transcript's moment ``[00:41:12]``, a Word paragraph ``[§ 4.2 ¶ 3]``.
+Labels resolve case-insensitively.
 
 A quoted passage (``"..."`` right before a citation) is looked up in the document: verified
 on a cited page, found on another page, or not found. Matching forgives what extraction
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from desktop.answering.pages import LabelIndex
+from desktop.answering.pages import AnchorResolver, LabelIndex
 from desktop.documents.model import Document, Page
 from desktop.store.db import Store, StoredAnswer
 
@@ -34,14 +35,16 @@ _LABEL = r"[^\s\[\](),;]{1,24}(?:\s*\(#\d{1,6}\))?"
 _PART = rf"{_LABEL}(?:\s*(?:-|–|—|\.\.|to)\s*{_LABEL})?"
 _BODY = rf"{_PART}(?:\s*(?:,|;|&|and)\s*{_PART})*"
 # Regex source of one citation, with no capturing groups: the Markdown writer embeds it.
-CITATION_PATTERN = (
-    rf"\[(?:(?i:pages?|pp?)(?:\.\s*|\s+){_BODY}"
-    r"|\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d{1,3})?)\]"
+# Bare anchors, one each: a transcript moment [00:41:12], a Word paragraph [§ 4.2 ¶ 3].
+_ANCHOR = (
+    r"\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d{1,3})?"
+    r"|§\s*[\w.-]{1,20}(?:\s*,?\s*¶\s*\d{1,6})?|¶\s*\d{1,6}"
 )
+CITATION_PATTERN = rf"\[(?:(?i:pages?|pp?)(?:\.\s*|\s+){_BODY}|{_ANCHOR})\]"
 _CITATION = re.compile(CITATION_PATTERN)
 _PREFIX = re.compile(r"\[(?:pages?|pp?)(?:\.\s*|\s+)", re.IGNORECASE)
 _LIST_SEPARATOR = re.compile(r"\s*(?:,|;|&|\band\b)\s*")
-_QUOTE = re.compile(r"[\"“„«](?P<text>[^\"“”„«»\n]{3,600})[\"”“»]")
+_QUOTE = re.compile(r"[\"“„«](?P<text>[^\"“”„«»\n]{1,600})[\"”“»]")
 # What may stand between a quote and its citation: '"..." [p. 3]', '"...", [p. 3]'.
 _GAP = re.compile(r"^[\s,.;:(–—-]{0,4}$")
 MIN_QUOTE_WORDS = 3
@@ -79,8 +82,9 @@ def find_citations(text: str) -> list[CitationRef]:
         body_start = match.start() + offset
         body = whole[offset:-1]
         bounds = [0]
-        for separator in _LIST_SEPARATOR.finditer(body):
-            bounds += [separator.start(), separator.end()]
+        if prefix:  # a bare anchor is one part even with a comma: [§ 4.2, ¶ 3]
+            for separator in _LIST_SEPARATOR.finditer(body):
+                bounds += [separator.start(), separator.end()]
         bounds.append(len(body))
         parts = []
         for a, b in zip(bounds[::2], bounds[1::2], strict=True):
@@ -211,8 +215,8 @@ class CitationCheck:
 class PageIndex(LabelIndex):
     """Labels (see ``LabelIndex``) plus the normalised text of every page, built once."""
 
-    def __init__(self, pages: Sequence[Page]) -> None:
-        super().__init__(pages)
+    def __init__(self, pages: Sequence[Page], anchors: AnchorResolver | None = None) -> None:
+        super().__init__(pages, anchors)
         self._text: bytes | None = None
         self._starts: list[int] = []
         self._lock = threading.Lock()

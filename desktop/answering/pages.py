@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from desktop.documents.model import Page
@@ -25,6 +25,7 @@ _NUMBER = re.compile(r"^#?(\d+)$")
 _INDEXED = re.compile(r"^(?:(?P<label>.*?)\s*)?\(?#(?P<number>\d+)\)?$")
 # A range separator inside a citation: "12-14", "12–14", "iv..xii", "3 to 5".
 _SEPARATOR = re.compile(r"\s*(?:\.\.|–|—|-|\bto\b)\s*")
+_SIGN_SPACE = re.compile(r"\s*,?\s*([§¶])\s*")
 _TIMESTAMP = re.compile(r"^(?:(\d{1,2}):)?(\d{1,2}):(\d{2})(?:[.,]\d+)?")
 
 
@@ -47,8 +48,10 @@ class PageRangeError(ValueError):
 
 
 def label_key(label: str) -> str:
-    """The form labels are compared in: NFKC, case-folded, single spaces."""
-    return " ".join(unicodedata.normalize("NFKC", label).casefold().split())
+    """The form labels are compared in: NFKC, case-folded, single spaces, no spaces around
+    § and ¶ (``§ 4.2, ¶ 3`` matches ``§4.2 ¶3``)."""
+    key = " ".join(unicodedata.normalize("NFKC", label).casefold().split())
+    return _SIGN_SPACE.sub(r"\1", key) if ("§" in key or "¶" in key) else key
 
 
 def _seconds(label: str) -> int | None:
@@ -59,11 +62,20 @@ def _seconds(label: str) -> int | None:
     return hours * 3600 + minutes * 60 + seconds
 
 
-class LabelIndex:
-    """Printed label -> page number for one document's pages (or a selection of them)."""
+# Finds the page of an anchor that is not a page label (a Word paragraph inside a section).
+AnchorResolver = Callable[[str], int | None]
 
-    def __init__(self, pages: Sequence[Page]) -> None:
+
+class LabelIndex:
+    """Printed label -> page number for one document's pages (or a selection of them).
+
+    ``anchors`` resolves what labels do not: the anchors a document kind puts inside its
+    pages (a Word paragraph ``§ 4.2 ¶ 3`` on the page labelled ``§ 4.2``).
+    """
+
+    def __init__(self, pages: Sequence[Page], anchors: AnchorResolver | None = None) -> None:
         self.pages = list(pages)
+        self._anchors = anchors
         self._by_number = {p.number: p for p in self.pages}
         self._by_label: dict[str, int] = {}
         for page in self.pages:
@@ -89,6 +101,10 @@ class LabelIndex:
         found = self._by_label.get(label_key(text))
         if found is not None:
             return found
+        if self._anchors is not None:
+            found = self._anchors(text)
+            if found is not None and found in self._by_number:
+                return found
         seconds = _seconds(text) if self._times else None
         if seconds is not None and seconds >= self._times[0][0]:
             return [n for s, n in self._times if s <= seconds][-1]

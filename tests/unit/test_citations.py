@@ -101,12 +101,34 @@ def test_labels_resolve_case_insensitively_and_hyphenated_labels_win() -> None:
     assert index.resolve_range("A-9") == ()
 
 
+def test_word_paragraph_anchors_are_citations_resolved_by_the_document_kind() -> None:
+    pages = [Page(1, "¶ 1", "Intro."), Page(2, "§ 4.2", "Payment."), Page(3, "§ 4.2 ¶ 12", "x")]
+    text = "Pay [§ 4.2 ¶ 3], see [§4.2], [§ 4.2, ¶ 14] and [¶ 1]; not [§] or [§ a b]."
+    refs = find_citations(text)
+    assert [[p.text for p in r.parts] for r in refs] == [
+        ["§ 4.2 ¶ 3"],
+        ["§4.2"],
+        ["§ 4.2, ¶ 14"],
+        ["¶ 1"],
+    ]
+
+    def paragraphs(anchor: str) -> int | None:
+        """Stands in for the Word reader's own rule: a paragraph is on its section's page."""
+        return {"§ 4.2 ¶ 3": 2, "§ 4.2, ¶ 14": 3}.get(anchor)
+
+    index = PageIndex(pages, anchors=paragraphs)
+    assert [index.pages_for(r) for r in refs] == [(2,), (2,), (3,), (1,)]
+    assert [PageIndex(pages).pages_for(r) for r in refs] == [(), (2,), (), (1,)]
+
+
 def test_a_cited_moment_resolves_to_the_transcript_section_it_falls_in() -> None:
     index = PageIndex(
         [Page(1, "00:00:00", "a"), Page(2, "00:05:00", "b"), Page(3, "00:10:00", "c")]
     )
     [ref] = find_citations("He said so [00:07:41].")
     assert index.pages_for(ref) == (2,)
+    [check] = check_citations('"b" and "said: b c d" [00:07:41]', index)
+    assert check.status is QuoteStatus.NOT_FOUND and check.label == "00:07:41"
     assert index.resolve("00:05:00") == 2
     assert PageIndex(PAGES).resolve("00:05:00") is None
 
