@@ -8,10 +8,13 @@ so they always show the same numbers.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from desktop.answering.pages import PageRange, format_range
 from desktop.config import MIN_ANSWER_RESERVE
+from desktop.documents.model import Page
 
 
 class Limit(StrEnum):
@@ -131,17 +134,16 @@ def document_budget(
     return plan_budget(document_tokens + prompt_overhead(question, thinking), limits, reserve)
 
 
-def suggest_pages(first: int, last: int, budget: Budget) -> tuple[int, int] | None:
-    """A page range starting at ``first`` that should fit, or None when one page is too much.
+def suggest_pages(selected: PageRange, budget: Budget) -> PageRange | None:
+    """A range starting where ``selected`` starts that should fit; None when one page is too much.
 
     Assumes evenly sized pages, with a 5% margin for the uneven ones.
     """
-    # TODO(cite): express this through the shared page-range grammar once it lands.
-    pages = last - first + 1
+    pages = selected.last - selected.first + 1
     if budget.fits or pages <= 1 or budget.prompt_tokens <= 0:
         return None
     count = max(1, min(pages - 1, int(pages * budget.prompt_limit / budget.prompt_tokens * 0.95)))
-    return first, first + count - 1
+    return PageRange(selected.first, selected.first + count - 1)
 
 
 def explain_limit(budget: Budget) -> str:
@@ -164,11 +166,12 @@ def explain_limit(budget: Budget) -> str:
     )
 
 
-def remedy(budget: Budget, first: int, last: int) -> str:
+def remedy(budget: Budget, pages: Sequence[Page], selected: PageRange) -> str:
     """What the user can do about a refusal: a page range, or for one page, a bigger server."""
-    suggestion = suggest_pages(first, last, budget)
+    suggestion = suggest_pages(selected, budget)
     if suggestion is not None:
-        return f"choose a page range, e.g. --pages {suggestion[0]}-{suggestion[1]}"
+        text = format_range(pages, suggestion.first, suggestion.last)
+        return f"choose a page range, e.g. --pages {text}"
     if budget.binding is Limit.MAX_INPUT:
         return (
             "a single page cannot be split: give the server more memory for its KV cache "

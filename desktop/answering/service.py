@@ -284,7 +284,7 @@ class Answerer:
                 limits.context_length,
                 pages.last - pages.first + 1,
                 limit=explain_limit(budget),
-                remedy=remedy(budget, pages.first, pages.last),
+                remedy=remedy(budget, doc.pages, pages),
             )
         key = self.cache_key(question, info.id, reserve)
         return Plan(question, pages, info.id, messages, budget, key, local, server)

@@ -26,8 +26,9 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.answering.budget import suggest_pages
-from desktop.answering.citations import PageIndex, QuoteCheck, check_answer_quotes
+from desktop.answering.citations import QuoteCheck, answer_checks, as_quote_checks
 from desktop.answering.events import AnswerDelta, Finished, ReasoningDelta, Sent, Stored, Usage
+from desktop.answering.pages import format_range, parse_range
 from desktop.answering.prompt import PageRange
 from desktop.answering.service import Question
 from desktop.documents.model import Document
@@ -91,7 +92,6 @@ class AskPanel(QWidget):
         self.tokens_received = 0  # answer and reasoning deltas in the current answer
         self._suggested = ""
         # The open document's pages, indexed for quote checks (normalised text is cached).
-        self._page_index: PageIndex | None = None
         self._page_chars = 0
 
         self.history_list = QListWidget()
@@ -193,7 +193,7 @@ class AskPanel(QWidget):
             self.stop()
             messages.info("Stopped the answer: another document was opened.")
         self.document = doc
-        self._page_index = None
+        self._page_chars = 0
         self.history = []
         self.history_list.clear()
         self.answer_view.reset()
@@ -303,11 +303,11 @@ class AskPanel(QWidget):
 
     def _show_budget(self, view: BudgetView) -> None:
         self.budget_bar.show_budget(view)
-        suggestion = suggest_pages(view.pages.first, view.pages.last, view.budget)
-        if suggestion is None:  # fits, or a single page that no range can make fit
+        suggestion = suggest_pages(view.pages, view.budget)
+        if suggestion is None or self.document is None:  # fits, or one page: nothing to cut
             self.suggest_button.hide()
             return
-        self._suggested = f"{suggestion[0]}-{suggestion[1]}"
+        self._suggested = format_range(self.document.pages, suggestion.first, suggestion.last)
         self.suggest_button.setText(f"Use pages {self._suggested}")
         self.suggest_button.show()
 
@@ -321,7 +321,7 @@ class AskPanel(QWidget):
         text = self.pages_edit.text().strip()
         if not text or self.document is None or text.lower() == "all":
             return None
-        return PageRange.parse(text, len(self.document.pages))
+        return parse_range(text, self.document.pages)
 
     @Slot(str)
     def _on_pages_edit_text_changed(self, _text: str) -> None:
@@ -464,12 +464,9 @@ class AskPanel(QWidget):
         elif isinstance(exc, ServerUnavailable | ServerSetupError):
             # Not ready (or none running) can be fixed by starting the managed server; a
             # wrong setting (model, context length, endpoint) only in the settings.
-            text = (
-                f"The server is not ready: {exc}"
-                if isinstance(exc, ServerUnavailable)
-                else str(exc)
-            )
-            if managed and isinstance(exc, ServerUnavailable | NoServerConfigured):
+            startable = isinstance(exc, ServerUnavailable | NoServerConfigured)
+            text = f"The server is not ready: {exc}" if startable else str(exc)
+            if managed and startable:
                 self.answer_view.fail(text, "start-server", "Start the server")
             else:
                 self.answer_view.fail(text, "settings", "Settings…")
@@ -492,13 +489,13 @@ class AskPanel(QWidget):
         doc = self.document
         if doc is None or answer.status != "complete" or not answer.answer:
             return
-        if self._page_index is None:
-            self._page_index = PageIndex(doc.pages)
+        if not self._page_chars:
             self._page_chars = sum(len(p.text) for p in doc.pages)
-        index = self._page_index
+        store = self.session.store
 
         def job() -> list[QuoteCheck]:
-            return check_answer_quotes(answer.answer, answer.question, index)
+            # As the CLI does: the pages asked about, the index kept, the checks stored.
+            return as_quote_checks(answer_checks(store, answer, doc))
 
         def show(checks: list[QuoteCheck]) -> None:
             # Still the same answer about the same document on screen?
@@ -506,7 +503,7 @@ class AskPanel(QWidget):
             if self.document is doc and shown is not None and shown.id == answer.id:
                 self.answer_view.show_quote_checks(checks, doc.pages)
 
-        if (
+        if "citations" in answer.extra or (  # stored with the answer: read back at once
             self._page_chars <= QUOTE_CHECK_INLINE_CHARS
             and len(answer.answer) <= QUOTE_CHECK_INLINE_ANSWER_CHARS
         ):

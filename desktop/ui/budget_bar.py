@@ -114,7 +114,7 @@ class BudgetBar(QWidget):
                 f"prompt tokens, but {explain_limit(b)}. "
                 + (
                     "Choose a page range."
-                    if suggest_pages(view.pages.first, view.pages.last, b) is not None
+                    if suggest_pages(view.pages, b) is not None
                     else "One page cannot be split: the server needs a longer context."
                 )
             )

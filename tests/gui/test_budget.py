@@ -10,9 +10,11 @@ from pytestqt.qtbot import QtBot
 from desktop.answering.budget import ContextLimits, document_budget, plan_budget
 from desktop.answering.prompt import count_prompt_tokens, full_range
 from desktop.config import Settings
+from desktop.errors import ContextUnknown
+from desktop.store.db import StoredAnswer
 from desktop.ui.main_window import MainWindow
 from tests.conftest import API_KEY
-from tests.gui.conftest import GEOTOPO, open_document, wait_ready
+from tests.gui.conftest import FOUR_PAGES, GEOTOPO, ask, open_document, wait_ready
 from tests.support.sglang_server import FakeSGLang
 
 
@@ -72,3 +74,25 @@ def test_a_single_page_over_budget_offers_no_page_range(
         text = panel.budget_bar.label.text()
         assert "Choose a page range" not in text
         assert "One page cannot be split" in text
+
+
+def test_an_unknown_context_points_at_the_settings(
+    qtbot: QtBot, make_window: object, home: Path
+) -> None:
+    with FakeSGLang(api_key=API_KEY, flavor="openai", strict=True) as srv:
+        window: MainWindow = make_window(Settings(endpoint=srv.url, api_key=API_KEY))  # type: ignore[operator]
+        open_document(window, qtbot, FOUR_PAGES)
+        qtbot.waitUntil(lambda: window.indicator.state == "ready", timeout=10_000)
+        bar = window.ask_panel.budget_bar
+        qtbot.waitUntil(lambda: "context_length" in bar.label.text(), timeout=20_000)
+        result = ask(window, qtbot, "Anyone?")
+        assert isinstance(result, ContextUnknown)
+        view = window.ask_panel.answer_view
+        assert view.notice_label.text().startswith(f"The server at {srv.url} does not report")
+        assert view.notice_button.isVisible() and view.notice_button.text() == "Settings…"
+
+        # Stated in the settings, the same server answers.
+        window._apply_settings(Settings(endpoint=srv.url, api_key=API_KEY, context_length=32_768))
+        qtbot.waitUntil(lambda: bar.view is not None, timeout=20_000)
+        assert bar.view is not None and bar.view.budget.context_length == 32_768
+        assert isinstance(ask(window, qtbot, "Now?"), StoredAnswer)

@@ -71,7 +71,9 @@ def test_a_stated_context_is_named() -> None:
 
 def test_suggested_range_starts_where_the_range_starts() -> None:
     budget = plan_budget(400_000, CONTEXT, 16_384)
-    first, last = suggest_pages(101, 400, budget) or (0, 0)
+    suggestion = suggest_pages(PageRange(101, 400), budget)
+    assert suggestion is not None
+    first, last = suggestion.first, suggestion.last
     assert first == 101
     assert 101 <= last < 400
     assert (last - first + 1) < 300 * budget.prompt_limit / 400_000
@@ -79,11 +81,14 @@ def test_suggested_range_starts_where_the_range_starts() -> None:
 
 def test_one_page_gets_no_page_range() -> None:
     budget = plan_budget(300_000, CONTEXT, 16_384)
-    assert suggest_pages(7, 7, budget) is None
-    words = remedy(budget, 7, 7)
+    assert suggest_pages(PageRange(7, 7), budget) is None
+    pages = make_document([(str(i), "x") for i in range(1, 11)]).pages
+    words = remedy(budget, pages, PageRange(7, 7))
     assert "--pages" not in words and "single page" in words
     small_pool = plan_budget(910, ContextLimits(262_144, max_input=900), 16_384)
-    assert "KV cache" in remedy(small_pool, 1, 1)
+    assert "KV cache" in remedy(small_pool, pages, PageRange(1, 1))
+    # A range is said in the page-range grammar, read back as the same pages.
+    assert remedy(budget, pages, PageRange(3, 10)).endswith("--pages 3-8")
 
 
 def test_too_large_message_has_both_numbers_and_a_range() -> None:
