@@ -16,7 +16,13 @@ from pathlib import Path
 
 from desktop.answering.events import Sent, Stored
 from desktop.answering.service import Answerer, Question
-from desktop.errors import Cancelled, DocumentError, LongdocError, ServerUnavailable
+from desktop.errors import (
+    Cancelled,
+    DocumentError,
+    LongdocError,
+    ServerSetupError,
+    ServerUnavailable,
+)
 from desktop.library import open_document
 from desktop.store.db import Store
 
@@ -129,8 +135,8 @@ def summarize(
                     item.status = "cached" if event.from_cache else "done"
         except DocumentError as exc:
             item.status, item.error, item.failure = "skipped", exc.reason, exc
-        except (Cancelled, ServerUnavailable):
-            raise
+        except (Cancelled, ServerUnavailable, ServerSetupError):
+            raise  # the same for every document: stop here
         except LongdocError as exc:
             item.status, item.error, item.failure = "failed", str(exc), exc
         item.seconds = time.monotonic() - started

@@ -310,3 +310,16 @@ def test_other_endpoints_follow_the_environment(proxy: RecordingProxy) -> None:
 )
 def test_what_counts_as_loopback(url: str, loopback: bool) -> None:
     assert is_loopback(url) is loopback
+
+
+def test_batch_stops_at_a_server_setting_problem(store: Store, tmp_path: Path) -> None:
+    paths = [tmp_path / "a.txt", tmp_path / "b.txt"]
+    for path in paths:
+        path.write_text(f"Clause of {path.stem}.", encoding="utf-8")
+    with FakeSGLang(api_key=API_KEY, flavor="openai", strict=True) as server:
+        answerer = Answerer(store, Endpoint(server.url, API_KEY), Settings())
+        try:
+            with pytest.raises(ContextUnknown):
+                summarize(paths, store, answerer)
+        finally:
+            answerer.close()
