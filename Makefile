@@ -30,6 +30,7 @@ screenshots: $(VENV)/.test-installed
 # The offline install bundle (wheelhouse for Python 3.11-3.13, installer, desktop entry).
 bundle: $(VENV)/.test-installed
 	bash packaging/build-bundle.sh
+	bash packaging/build-onefolder.sh
 
 # An SGLang-compatible server on loopback, to try the app without a GPU.
 fake-server: $(VENV)/.test-installed

@@ -73,10 +73,56 @@ def check_python() -> Check:
     return Check("Python", "ok", f"Python {version} at {sys.executable}.")
 
 
-def _run_python(code: str, env: dict[str, str]) -> tuple[int, str]:
+def _probe_qt() -> None:
+    import importlib
+
+    for name in ("PySide6.QtWidgets", "PySide6.QtPdf", "PySide6.QtPdfWidgets"):
+        importlib.import_module(name)
+    print(importlib.import_module("PySide6").__version__)
+
+
+def _probe_display() -> None:
+    import importlib
+
+    widgets = importlib.import_module("PySide6.QtWidgets")
+    app = widgets.QApplication([])
+    print(app.platformName())
+
+
+# The probes a child process runs, by name (never code from outside). Qt stays out of the
+# checking process: a broken Qt library can abort the process that loads it.
+PROBES: dict[str, Callable[[], None]] = {"qt": _probe_qt, "display": _probe_display}
+
+
+def run_probe(name: str) -> int:
+    """In the child: run one named probe and return its exit code."""
+    probe = PROBES.get(name)
+    if probe is None:
+        print(f"unknown probe {name!r}", file=sys.stderr)
+        return 2
+    try:
+        probe()
+    except Exception as exc:  # the message is the probe's result
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _run_python(probe: str, env: dict[str, str]) -> tuple[int, str]:
+    # A one-folder build has no `python -c`: the child is longdoc itself, told which probe
+    # to run by LONGDOC_PROBE (desktop.cli.main checks it first).
+    env = {**env, "LONGDOC_PROBE": probe}
+    if getattr(sys, "frozen", False):
+        argv = [sys.executable]
+    else:
+        argv = [
+            sys.executable,
+            "-c",
+            "import sys; from desktop.cli.main import main; sys.exit(main())",
+        ]
     try:
         done = subprocess.run(
-            [sys.executable, "-c", code],
+            argv,
             capture_output=True,
             text=True,
             timeout=QT_PROBE_TIMEOUT_S,
@@ -92,12 +138,8 @@ def _run_python(code: str, env: dict[str, str]) -> tuple[int, str]:
 
 def check_qt() -> Check:
     """PySide6 with QtPdf imports (probed in a child so this process stays Qt-free)."""
-    code = (
-        "import PySide6, PySide6.QtWidgets, PySide6.QtPdf, PySide6.QtPdfWidgets; "
-        "print(PySide6.__version__)"
-    )
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
-    status, out = _run_python(code, env)
+    status, out = _run_python("qt", env)
     if status == 0:
         return Check("Qt", "ok", f"PySide6 {out} with QtPdf.")
     return Check(
@@ -127,11 +169,7 @@ def check_display(environ: dict[str, str] | None = None) -> Check:
             "open; the command line works.",
             "Run Longdoc from a desktop session, or use the longdoc commands in a terminal.",
         )
-    code = (
-        "from PySide6.QtWidgets import QApplication; "
-        "app = QApplication([]); print(app.platformName())"
-    )
-    status, out = _run_python(code, env)
+    status, out = _run_python("display", env)
     if status == 0:
         return Check("Display", "ok", f"Qt opens windows through {where} ({out}).")
     return Check(

@@ -70,6 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse, dispatch, turn expected failures into one line and an exit code."""
+    probe = os.environ.get("LONGDOC_PROBE")
+    if probe:
+        # `longdoc doctor` in a one-folder build checks Qt in a child like this.
+        from desktop.doctor import run_probe
+
+        return run_probe(probe)
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
