@@ -137,13 +137,15 @@ def test_sigkill_mid_answer_keeps_the_partial_text(sglang: FakeSGLang, home: Pat
     assert chats(sglang) == before + 1
 
 
-def test_summarize_exits_with_the_servers_code(sglang: FakeSGLang, home: Path) -> None:
-    sglang.behaviour.update(fail_status=500, fail_times=None)
-    result = subprocess.run(
-        [str(LONGDOC), "summarize", str(FOUR_PAGES), "--endpoint", sglang.url],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "LONGDOC_HOME": str(home), "LONGDOC_API_KEY": API_KEY},
-    )
-    assert result.returncode == 5, result.stderr  # the server failed, not the document (3)
+def test_summarize_stops_at_once_without_a_context_length(home: Path) -> None:
+    with FakeSGLang(api_key=API_KEY, flavor="openai", strict=True) as server:
+        result = subprocess.run(
+            [str(LONGDOC), "summarize", str(FOUR_PAGES), str(GEOTOPO), "--endpoint", server.url],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "LONGDOC_HOME": str(home), "LONGDOC_API_KEY": API_KEY},
+        )
+        assert result.returncode == 2, result.stderr  # a setting, not two failed documents
+        assert "--context-length" in assert_one_error_line(result.stderr)
+        assert chats(server) == 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +22,6 @@ from desktop.answering.service import (
     Question,
     resolve_endpoint,
 )
-from desktop.batch import summarize
 from desktop.config import ConfigError, Settings, load_settings, save_settings, with_overrides
 from desktop.errors import ContextUnknown, DocumentTooLarge, NoServerConfigured, ServerError
 from desktop.net import is_loopback
@@ -231,26 +229,6 @@ def test_partial_answers_reach_the_store_while_streaming(sglang: FakeSGLang, sto
         answerer.close()
 
 
-# --- typed errors through the batch --------------------------------------------------------
-
-
-def test_batch_keeps_the_servers_error_type(
-    sglang: FakeSGLang, store: Store, tmp_path: Path
-) -> None:
-    path = tmp_path / "a.txt"
-    path.write_text("Clause one. Clause two.", encoding="utf-8")
-    sglang.behaviour.update(fail_status=500, fail_times=None)
-    answerer = Answerer(store, Endpoint(sglang.url, API_KEY), Settings())
-    try:
-        report = summarize([path], store, answerer)
-    finally:
-        answerer.close()
-    [item] = report.items
-    assert item.status == "failed"
-    assert isinstance(item.failure, ServerError) and item.failure.exit_code == 5
-    assert "failure" not in json.loads(report.to_json())["items"][0]
-
-
 # --- proxies ----------------------------------------------------------------------------------
 
 
@@ -310,16 +288,3 @@ def test_other_endpoints_follow_the_environment(proxy: RecordingProxy) -> None:
 )
 def test_what_counts_as_loopback(url: str, loopback: bool) -> None:
     assert is_loopback(url) is loopback
-
-
-def test_batch_stops_at_a_server_setting_problem(store: Store, tmp_path: Path) -> None:
-    paths = [tmp_path / "a.txt", tmp_path / "b.txt"]
-    for path in paths:
-        path.write_text(f"Clause of {path.stem}.", encoding="utf-8")
-    with FakeSGLang(api_key=API_KEY, flavor="openai", strict=True) as server:
-        answerer = Answerer(store, Endpoint(server.url, API_KEY), Settings())
-        try:
-            with pytest.raises(ContextUnknown):
-                summarize(paths, store, answerer)
-        finally:
-            answerer.close()
