@@ -98,6 +98,7 @@ def test_ingest_whole_corpus(home: Path) -> None:
         "path",
         "sha256",
         "title",
+        "kind",
         "pages",
         "tokens",
         "chars",
