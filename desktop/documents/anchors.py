@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from desktop.documents.docx import page_for_anchor
 from desktop.documents.model import Page
 from desktop.documents.transcript import page_for_time, parse_time
 
@@ -44,4 +45,6 @@ class AnchorIndex:
             return found
         if self.kind == "transcript" and parse_time(anchor.strip()) is not None:
             return page_for_time(self.pages, anchor.strip())
+        if self.kind == "docx":
+            return page_for_anchor(self.pages, anchor)
         return None

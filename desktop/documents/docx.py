@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from xml.etree import ElementTree as ET
@@ -207,9 +208,27 @@ def extract_docx(path: Path, data: bytes) -> Document:
     )
 
 
-def section_of(anchor: str) -> str:
-    """The section part of an anchor: ``§ 4.2 ¶ 3`` -> ``§ 4.2`` (``""`` before any heading)."""
-    return anchor.split("¶", 1)[0].strip()
+_ANCHOR = re.compile(r"^\[?\s*(?:§\s*(?P<section>[\w.\-]+))?\s*,?\s*(?:¶\s*(?P<para>\d+))?\s*\]?$")
+
+
+def page_for_anchor(pages: Sequence[Page], anchor: str) -> int | None:
+    """The page holding a cited ``§ 4.2 ¶ 3`` (or ``§ 4.2``, ``¶ 7``), from the labels alone.
+
+    A section's pages are labelled ``§ 4.2``, then ``§ 4.2 ¶ 12``...; the paragraph is on
+    the last of them that starts at or before it. None when no page has that section.
+    """
+    wanted = _ANCHOR.match(anchor.strip())
+    if not wanted or not (wanted["section"] or wanted["para"]):
+        return None
+    paragraph = int(wanted["para"] or 0)
+    found: int | None = None
+    for page in pages:
+        label = _ANCHOR.match(page.label)
+        if not label or label["section"] != wanted["section"]:
+            continue
+        if found is None or int(label["para"] or 0) <= paragraph:
+            found = page.number
+    return found
 
 
 class _Reader:

@@ -5,45 +5,19 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-import docx
 import pytest
 
 from desktop.documents import extract, tokens
 from desktop.documents.anchors import AnchorIndex
-from desktop.documents.docx import PAGE_CHARS
+from desktop.documents.docx import PAGE_CHARS, page_for_anchor
 from desktop.documents.ingest import EXTRACTOR_VERSION
 from desktop.documents.layout import document_block
+from desktop.documents.model import Page
 from desktop.errors import DocumentEmpty, DocumentEncrypted, DocumentUnreadable
+from tests.support.documents import contract_docx
 
 W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 MC_NS = "http://schemas.openxmlformats.org/markup-compatibility/2006"
-
-
-def contract(path: Path) -> Path:
-    """A .docx written by python-docx: title, headings, bullets, a numbered list, a table."""
-    d = docx.Document()
-    d.core_properties.title = "Supply agreement"
-    d.add_paragraph("Made between ACME and Example Ltd.")
-    d.add_heading("Definitions", 1)
-    d.add_paragraph("The Buyer means ACME Corp.")
-    d.add_paragraph("Goods are widgets", style="List Bullet")
-    d.add_paragraph("Services are repairs", style="List Bullet")
-    d.add_heading("Payment", 1)
-    d.add_heading("4.2 Payment terms", 2)
-    d.add_paragraph("Invoices are due within 30 days.")
-    d.add_paragraph("Send the invoice", style="List Number")
-    d.add_paragraph("Pay the invoice", style="List Number")
-    table = d.add_table(rows=3, cols=2)
-    for r, (a, b) in enumerate([("Item", "Price"), ("Widget", "10 EUR"), ("Gadget | XL", "20")]):
-        table.cell(r, 0).text = a
-        table.cell(r, 1).text = b
-    p = d.add_paragraph("Late payments carry interest")
-    p.add_run().add_break()
-    p.add_run("at 5% a year.")
-    d.add_heading("Termination", 1)
-    d.add_paragraph("Either party may terminate with notice.")
-    d.save(str(path))
-    return path
 
 
 def raw_docx(
@@ -91,7 +65,7 @@ def para(text: str, style: str = "", extra: str = "") -> str:
 
 def test_headings_lists_and_table_in_reading_order(tmp_path: Path) -> None:
     """python-docx's output reads as anchored blocks, one page per section."""
-    doc = extract(contract(tmp_path / "contract.docx"))
+    doc = extract(contract_docx(tmp_path / "contract.docx"))
     assert doc.kind == "docx"
     assert doc.extractor == f"docx/{EXTRACTOR_VERSION}"
     assert doc.title == "Supply agreement"
@@ -131,7 +105,7 @@ def test_headings_lists_and_table_in_reading_order(tmp_path: Path) -> None:
 
 def test_anchors_resolve_to_their_page(tmp_path: Path) -> None:
     """What the model cites (``§ 4.2 ¶ 3``, spacing aside) resolves to the page holding it."""
-    doc = extract(contract(tmp_path / "contract.docx"))
+    doc = extract(contract_docx(tmp_path / "contract.docx"))
     index = AnchorIndex(doc.pages, doc.kind)
     assert index.resolve("§ 4.2 ¶ 3") == 4
     assert index.resolve("[§4.2, ¶3]") == 4
@@ -139,7 +113,27 @@ def test_anchors_resolve_to_their_page(tmp_path: Path) -> None:
     assert index.resolve("¶ 1") == 1
     assert index.resolve("§ 3 ¶ 1") == 5
     assert index.resolve("§ 9 ¶ 1") is None
+    assert index.resolve("§ 4.2 ¶ 9") == 4  # past the last paragraph: still its section
     assert index.resolve("00:00:01") is None
+
+
+def test_page_for_anchor_from_labels_alone() -> None:
+    """Long sections continue on pages labelled by paragraph; a paragraph finds its page."""
+    pages = [
+        Page(1, "¶ 1", ""),
+        Page(2, "¶ 8", ""),
+        Page(3, "§ 1", ""),
+        Page(4, "§ 1 ¶ 12", ""),
+        Page(5, "§ 1.1", ""),
+    ]
+    assert page_for_anchor(pages, "¶ 3") == 1
+    assert page_for_anchor(pages, "¶ 8") == 2
+    assert page_for_anchor(pages, "§ 1") == 3
+    assert page_for_anchor(pages, "§ 1 ¶ 11") == 3
+    assert page_for_anchor(pages, "[§1, ¶12]") == 4
+    assert page_for_anchor(pages, "§ 1.1 ¶ 40") == 5
+    assert page_for_anchor(pages, "§ 2") is None
+    assert page_for_anchor(pages, "p. 3") is None
 
 
 def test_auto_numbered_headings_tracked_changes_controls_and_text_boxes(tmp_path: Path) -> None:
