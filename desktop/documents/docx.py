@@ -46,6 +46,16 @@ _REL = "{http://schemas.openxmlformats.org/package/2006/relationships}"
 _DC = "{http://purl.org/dc/elements/1.1/}"
 _DCTERMS = "{http://purl.org/dc/terms/}"
 
+# Word's "Strict Open XML" files use other namespace names for the same elements.
+_STRICT_NAMESPACES = (
+    (b"http://purl.oclc.org/ooxml/wordprocessingml/main", _W[1:-1].encode()),
+    (
+        b"http://purl.oclc.org/ooxml/officeDocument/math",
+        b"http://schemas.openxmlformats.org/officeDocument/2006/math",
+    ),
+)
+_MATH_T = "{http://schemas.openxmlformats.org/officeDocument/2006/math}t"
+
 _P, _TBL, _TR, _TC, _SDT, _SDT_CONTENT = (
     f"{_W}{n}" for n in ("p", "tbl", "tr", "tc", "sdt", "sdtContent")
 )
@@ -256,6 +266,9 @@ class _Reader:
         data = self.archive.read(name)
         if b"<!DOCTYPE" in data[:4096] or b"<!ENTITY" in data[:4096]:
             raise ValueError(f"{name} declares a DTD, which Word never writes")
+        for strict, transitional in _STRICT_NAMESPACES:
+            if strict in data:
+                data = data.replace(strict, transitional)
         try:
             return ET.fromstring(data)
         except ET.ParseError as exc:
@@ -557,7 +570,7 @@ def _text(el: ET.Element, boxes: list[ET.Element]) -> str:
     def walk(node: ET.Element) -> None:
         for child in node:
             tag = child.tag
-            if tag == _T:
+            if tag in (_T, _MATH_T):
                 parts.append(child.text or "")
             elif tag in _SKIP:
                 continue

@@ -39,7 +39,9 @@ _TIME = r"(?:(\d+):)?(\d{1,2}):(\d{1,2})(?:[.,](\d{1,3}))?"
 _TIMING = re.compile(rf"^\s*{_TIME}\s*-->\s*{_TIME}(?:\s.*)?$")
 _STAMP = re.compile(rf"^\s*\[?{_TIME}\]?\s*$")
 _VOICE = re.compile(r"<v(?:\.[^\s>]*)?(?:\s+([^>]*))?>", re.IGNORECASE)
-_TAG = re.compile(r"</?[a-zA-Z][^>]*>|<\d[\d:.]*>")
+# Markup: VTT/HTML-like tags, VTT inline timestamps, and the ASS override blocks many SRT
+# files carry ({\an8}, {\i1}).
+_TAG = re.compile(r"</?[a-zA-Z][^>]*>|<\d[\d:.]*>|\{\\[^}]*\}")
 # "Alice Smith: hello" or "DR. JONES: hello" at the start of a cue: a speaker without a voice
 # tag (Zoom's VTT and most SRT transcripts write speakers this way).
 _NAMED = re.compile(r"^((?:[A-Z][\w.'’\-]*)(?:\s+[A-Z][\w.'’\-]*){0,3})\s*:\s+(?=\S)")

@@ -275,3 +275,22 @@ def test_empty_word_document(tmp_path: Path) -> None:
     with pytest.raises(DocumentEmpty) as info:
         extract(path)
     assert str(info.value) == f"{path}: no text could be extracted: the Word document is empty"
+
+
+def test_strict_open_xml_and_equations(tmp_path: Path) -> None:
+    """Word's Strict Open XML namespace reads like the usual one; equation text is kept."""
+    body = (
+        para("Before") + '<w:p><w:r><w:t xml:space="preserve">Area: </w:t></w:r>'
+        '<m:oMath xmlns:m="http://purl.oclc.org/ooxml/officeDocument/math">'
+        "<m:r><m:t>A=πr²</m:t></m:r></m:oMath></w:p>"
+    )
+    path = raw_docx(tmp_path / "strict.docx", body)
+    with zipfile.ZipFile(path) as z:
+        parts = {name: z.read(name) for name in z.namelist()}
+    strict = b"http://purl.oclc.org/ooxml/wordprocessingml/main"
+    parts["word/document.xml"] = parts["word/document.xml"].replace(W_NS.encode(), strict)
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in parts.items():
+            z.writestr(name, data)
+    doc = extract(path)
+    assert doc.pages[0].text == "[¶ 1] Before\n[¶ 2] Area: A=πr²"

@@ -225,3 +225,13 @@ def test_folders_include_transcripts_and_word_files(tmp_path: Path) -> None:
         (tmp_path / name).write_bytes(b"x")
     found = [p.name for p in expand_paths([tmp_path])]
     assert found == ["a.vtt", "b.SRT", "c.docx", "d.txt"]
+
+
+def test_srt_markup_is_dropped(tmp_path: Path) -> None:
+    """Italics, font colours and ASS position overrides are styling, not words."""
+    srt = (
+        "1\n00:00:01,000 --> 00:00:02,000\n"
+        '{\\an8}<i>Meanwhile</i>, <font color="#ff0">upstairs</font> &lt;3\n'
+    )
+    doc = extract(write(tmp_path, "styled.srt", srt))
+    assert doc.pages[0].text == "[00:00:01] Meanwhile, upstairs <3"
