@@ -79,3 +79,22 @@ def contract_docx(path: Path) -> Path:
     d.add_paragraph("Either party may terminate with notice.")
     d.save(str(path))
     return path
+
+
+def scanned_pdf(path: Path, corpus: Path) -> Path:
+    """A 5-page PDF: the 4 text pages of 004-pdflatex-4-pages, then an image-only page."""
+    import pypdfium2 as pdfium
+
+    from desktop.documents.pdf import PDFIUM_LOCK
+
+    with PDFIUM_LOCK:
+        pdf = pdfium.PdfDocument(str(corpus / "004-pdflatex-4-pages" / "pdflatex-4-pages.pdf"))
+        scan = pdfium.PdfDocument(str(corpus / "007-imagemagick-images" / "imagemagick-images.pdf"))
+        try:
+            pdf.import_pages(scan, [0])
+            with open(path, "wb") as out:
+                pdf.save(out)
+        finally:
+            scan.close()
+            pdf.close()
+    return path
