@@ -73,9 +73,15 @@ _SKIP = frozenset(
         f"{_W}moveFrom",
         f"{_W}instrText",
         f"{_W}sdtPr",
+        f"{_W}footnoteRef",
+        f"{_W}endnoteRef",
         f"{_MC}Fallback",
     }
 )
+_NOTE_REFERENCES = {f"{_W}footnoteReference": "", f"{_W}endnoteReference": "e"}
+# Notes that are only the separator lines Word draws above footnotes.
+_NOTE_SEPARATORS = frozenset({"separator", "continuationSeparator", "continuationNotice"})
+NOTES_SECTION = "§ Notes"
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 _LEADING_NUMBER = re.compile(r"^(?:§\s*)?(\d+(?:\.\d+)*)\.?(?=\s)")
 _HEADING_NAME = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
@@ -375,7 +381,29 @@ class _Reader:
             raise ValueError(f"{self.main} has no body")
         builder = _Builder()
         self._walk(body, builder)
+        notes = self._notes("footnotes", "footnote", "") + self._notes("endnotes", "endnote", "e")
+        if notes:
+            # Footnotes and endnotes close the document as their own section, each behind
+            # the mark its reference in the text shows ("[^3]").
+            builder.notes_section()
+            for mark, text in notes:
+                builder.add(f"[^{mark}] {text}")
         return builder.blocks
+
+    def _notes(self, kind: str, tag: str, prefix: str) -> list[tuple[str, str]]:
+        """(mark, text) of every footnote or endnote, separators left out."""
+        root = self._xml(self.rels.get(kind, f"word/{kind}.xml"))
+        found: list[tuple[str, str]] = []
+        if root is None:
+            return found
+        for note in root.iter(f"{_W}{tag}"):
+            if note.get(f"{_W}type") in _NOTE_SEPARATORS:
+                continue
+            boxes: list[ET.Element] = []
+            text = " ".join(" ".join(_text(p, boxes).split()) for p in note.iter(_P)).strip()
+            if text:
+                found.append((f"{prefix}{note.get(f'{_W}id', '')}", text))
+        return found
 
     def _walk(self, container: ET.Element, builder: _Builder) -> None:
         """Paragraphs and tables of a body, content control or text box, in order."""
@@ -526,6 +554,14 @@ class _Builder:
             _Block(self.section, f"[{self.section}] {hashes} {text}", self.section, level)
         )
 
+    def notes_section(self) -> None:
+        """Start the closing section of footnotes and endnotes."""
+        self.section = NOTES_SECTION
+        self.paragraph = 0
+        self.blocks.append(
+            _Block(self.section, f"[{self.section}] ## Notes", self.section, heading_level=0)
+        )
+
     def add(self, text: str) -> None:
         self.paragraph += 1
         anchor = f"{self.section} ¶ {self.paragraph}" if self.section else f"¶ {self.paragraph}"
@@ -580,6 +616,8 @@ def _text(el: ET.Element, boxes: list[ET.Element]) -> str:
                 parts.append("\n" if child.get(f"{_W}type") in (None, "textWrapping") else " ")
             elif tag == _NB_HYPHEN:
                 parts.append("-")
+            elif tag in _NOTE_REFERENCES:
+                parts.append(f"[^{_NOTE_REFERENCES[tag]}{child.get(f'{_W}id', '')}]")
             elif tag == _TXBX:
                 boxes.append(child)
             elif tag == _P:  # a paragraph nested in a content control inside this one

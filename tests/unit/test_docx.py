@@ -21,7 +21,12 @@ MC_NS = "http://schemas.openxmlformats.org/markup-compatibility/2006"
 
 
 def raw_docx(
-    path: Path, body: str, styles: str = "", numbering: str = "", content_types: bool = True
+    path: Path,
+    body: str,
+    styles: str = "",
+    numbering: str = "",
+    content_types: bool = True,
+    footnotes: str = "",
 ) -> Path:
     """A minimal .docx package around ``body`` (the XML inside w:body)."""
     rels = [
@@ -29,6 +34,8 @@ def raw_docx(
         'relationships/styles" Target="styles.xml"/>',
         '<Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
         'relationships/numbering" Target="numbering.xml"/>',
+        '<Relationship Id="rId3" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
+        'relationships/footnotes" Target="notes/fn.xml"/>',
     ]
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
         if content_types:
@@ -51,6 +58,10 @@ def raw_docx(
         )
         if styles:
             z.writestr("word/styles.xml", f'<w:styles xmlns:w="{W_NS}">{styles}</w:styles>')
+        if footnotes:
+            z.writestr(
+                "word/notes/fn.xml", f'<w:footnotes xmlns:w="{W_NS}">{footnotes}</w:footnotes>'
+            )
         if numbering:
             z.writestr(
                 "word/numbering.xml", f'<w:numbering xmlns:w="{W_NS}">{numbering}</w:numbering>'
@@ -294,3 +305,22 @@ def test_strict_open_xml_and_equations(tmp_path: Path) -> None:
             z.writestr(name, data)
     doc = extract(path)
     assert doc.pages[0].text == "[¶ 1] Before\n[¶ 2] Area: A=πr²"
+
+
+def test_footnotes_close_the_document_behind_their_marks(tmp_path: Path) -> None:
+    """A reference shows as [^n] in the text; the notes follow in a Notes section."""
+    body = (
+        '<w:p><w:r><w:t>The fee is fixed.</w:t></w:r><w:r><w:footnoteReference w:id="2"/>'
+        "</w:r></w:p>"
+    )
+    footnotes = (
+        '<w:footnote w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p>'
+        "</w:footnote>"
+        '<w:footnote w:id="2"><w:p><w:r><w:footnoteRef/></w:r>'
+        '<w:r><w:t xml:space="preserve"> Until 2027, then indexed.</w:t></w:r></w:p></w:footnote>'
+    )
+    doc = extract(raw_docx(tmp_path / "fees.docx", body, footnotes=footnotes))
+    assert [p.label for p in doc.pages] == ["¶ 1", "§ Notes"]
+    assert doc.pages[0].text == "[¶ 1] The fee is fixed.[^2]"
+    assert doc.pages[1].text == "[§ Notes] ## Notes\n[§ Notes ¶ 1] [^2] Until 2027, then indexed."
+    assert AnchorIndex(doc.pages, doc.kind).resolve("§ Notes ¶ 1") == 2
