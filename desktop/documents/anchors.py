@@ -8,7 +8,7 @@ citation code resolves what the model wrote inside the brackets with ``AnchorInd
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from desktop.documents.docx import page_for_anchor
 from desktop.documents.model import Page
@@ -48,3 +48,10 @@ class AnchorIndex:
         if self.kind == "docx":
             return page_for_anchor(self.pages, anchor)
         return None
+
+
+def anchor_resolver(kind: str, pages: Sequence[Page]) -> Callable[[str], int | None] | None:
+    """For ``LabelIndex``: finds the page of an anchor inside pages, for kinds that have them."""
+    if kind not in ANCHORED_KINDS:
+        return None
+    return AnchorIndex(pages, kind).resolve

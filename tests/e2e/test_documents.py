@@ -30,8 +30,9 @@ def stored(home: Path) -> Document:
 
 
 def system_prompt(server: FakeSGLang) -> str:
-    [body] = [r.body for r in server.requests if r.path.endswith("/chat/completions")]
-    return str(body["messages"][0]["content"])
+    """The system message of the first question the server was asked."""
+    bodies = [r.body for r in server.requests if r.path.endswith("/chat/completions")]
+    return str(bodies[0]["messages"][0]["content"])
 
 
 def test_ask_about_a_vtt_meeting_with_timestamp_citations(
@@ -46,7 +47,14 @@ def test_ask_about_a_vtt_meeting_with_timestamp_citations(
     result = ask(sglang, home, str(path), "What happened to travel costs?", "--no-think")
     assert result.returncode == 0, result.stderr
     assert "Travel is up twelve percent" in result.stdout
-    assert "Warning: quote" not in result.stderr  # the quote is in the transcript
+    assert "Unverified" not in result.stdout + result.stderr  # the quote is in the transcript
+    cited = ask(sglang, home, str(path), "What happened to travel costs?", "--json")
+    citations = json.loads(cited.stdout)["citations"]
+    assert [(c["label"], c["pages"], c["status"]) for c in citations] == [
+        ("00:01:00", [1], "verified"),
+        ("00:05:13", [2], "unquoted"),
+        ("00:41:12", [3], "unquoted"),
+    ]
 
     prompt = system_prompt(sglang)
     assert "[Page 00:00:01]\n[00:00:01] Alice: Welcome everyone, thanks for coming." in prompt
@@ -66,9 +74,15 @@ def test_invented_quote_in_a_transcript_is_flagged(
 ) -> None:
     path = meeting_vtt(tmp_path / "budget.vtt")
     sglang.behaviour.update(answer_text='Alice said "we doubled the budget overnight" [00:00:01].')
-    result = ask(sglang, home, str(path), "Budget?", "--no-think")
+    result = ask(sglang, home, str(path), "Budget?", "--no-think", "--json")
     assert result.returncode == 0, result.stderr
-    assert 'quote "we doubled the budget overnight" was not found' in result.stderr
+    [citation] = json.loads(result.stdout)["citations"]
+    assert citation["quote"] == "we doubled the budget overnight"
+    assert (citation["label"], citation["pages"], citation["status"]) == (
+        "00:00:01",
+        [1],
+        "not_found",
+    )
 
 
 def test_ask_about_an_srt(sglang: FakeSGLang, home: Path, tmp_path: Path) -> None:
@@ -99,7 +113,7 @@ def test_ask_about_a_word_document(sglang: FakeSGLang, home: Path, tmp_path: Pat
     )
     result = ask(sglang, home, str(path), "When are invoices due?", "--no-think")
     assert result.returncode == 0, result.stderr
-    assert "Warning: quote" not in result.stderr
+    assert "Unverified" not in result.stdout + result.stderr
     prompt = system_prompt(sglang)
     assert "Title: Supply agreement" in prompt
     assert "[Page § 4.2]\n[§ 4.2] ### 4.2 Payment terms\n" in prompt
@@ -109,6 +123,13 @@ def test_ask_about_a_word_document(sglang: FakeSGLang, home: Path, tmp_path: Pat
     doc = stored(home)
     index = AnchorIndex(doc.pages, doc.kind)
     assert [index.resolve(a) for a in SECTION.findall(result.stdout)] == [4, 4, 5]
+    cited = ask(sglang, home, str(path), "When are invoices due?", "--no-think", "--json")
+    citations = json.loads(cited.stdout)["citations"]
+    assert [(c["label"], c["pages"], c["status"]) for c in citations] == [
+        ("§ 4.2 ¶ 1", [4], "verified"),
+        ("§ 4.2 ¶ 4", [4], "unquoted"),
+        ("§ 3 ¶ 1", [5], "unquoted"),
+    ]
 
 
 def test_folder_ingest_finds_transcripts_and_word_files(home: Path, tmp_path: Path) -> None:

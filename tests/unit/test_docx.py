@@ -324,3 +324,13 @@ def test_footnotes_close_the_document_behind_their_marks(tmp_path: Path) -> None
     assert doc.pages[0].text == "[¶ 1] The fee is fixed.[^2]"
     assert doc.pages[1].text == "[§ Notes] ## Notes\n[§ Notes ¶ 1] [^2] Until 2027, then indexed."
     assert AnchorIndex(doc.pages, doc.kind).resolve("§ Notes ¶ 1") == 2
+
+
+def test_citations_resolve_paragraphs_through_the_label_index(tmp_path: Path) -> None:
+    """The one citation grammar reads [§ 4.2 ¶ 3]; the index finds the page that holds it."""
+    from desktop.answering.citations import find_citations, index_for
+
+    doc = extract(contract_docx(tmp_path / "contract.docx"))
+    index = index_for(doc)
+    answer = "Pay within 30 days [§ 4.2 ¶ 3], or terminate [§3, ¶1]; see [§ 4.2]."
+    assert [index.pages_for(ref) for ref in find_citations(answer)] == [(4,), (5,), (4,)]
