@@ -21,15 +21,19 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from desktop.answering.prompt import IM_END, IM_START, SYSTEM_PROMPT, PageRange
+from desktop.answering.pages import PageRange
+from desktop.answering.prompt import IM_END, IM_START, build_messages
 from desktop.documents import tokens
-from desktop.documents.layout import anchor, document_block, neutralize
+from desktop.documents.layout import DOCUMENT_OPEN, anchor
 from desktop.documents.model import Document
 from desktop.documents.page_images import PageImage, image_tokens, png_size, render_pages
 
 INFO_TIMEOUT_S = 15.0
 NO_TEXT = "(no text on this page)"
 IMAGE_MARKUP = "<|vision_start|><|image_pad|><|vision_end|>"
+# Where the instructions end and the document block starts in the text-only system message
+# (the instructions mention "<document>" too, but never after a blank line).
+BLOCK_START = f"\n\n{DOCUMENT_OPEN}"
 
 IMAGE_NOTE = (
     "For this document the text is in the first user message, not here. Pages that are "
@@ -85,14 +89,10 @@ def page_images(doc: Document, numbers: list[int]) -> dict[int, PageImage]:
 
 
 def _document_parts(
-    doc: Document, pages: PageRange, images: dict[int, PageImage]
+    doc: Document, block: str, pages: PageRange, images: dict[int, PageImage]
 ) -> list[dict[str, Any]]:
     """The document block as text parts with each scanned page's image after its anchor."""
     selected = doc.select(pages.first, pages.last)
-    title = doc.title
-    if (pages.first, pages.last) != (1, len(doc.pages)):
-        title = f"{title} (excerpt: {pages.describe(len(doc.pages))})"
-    block = document_block(title, selected)
     labels = [p.label for p in selected]
     parts: list[dict[str, Any]] = []
     position = 0
@@ -118,11 +118,18 @@ def _document_parts(
 def build_image_messages(
     doc: Document, pages: PageRange, question: str, images: dict[int, PageImage]
 ) -> list[dict[str, Any]]:
-    """Instructions (system), the document with its page images (user), the question (user)."""
+    """Instructions (system), the document with its page images (user), the question (user).
+
+    Made from the text-only messages (``prompt.build_messages``), so instructions, document
+    block and question are exactly what a document without scans gets.
+    """
+    system, asked = build_messages(doc, pages, question)
+    instructions, _, rest = system["content"].partition(BLOCK_START)
+    block = DOCUMENT_OPEN + rest
     return [
-        {"role": "system", "content": f"{SYSTEM_PROMPT}\n\n{IMAGE_NOTE}"},
-        {"role": "user", "content": _document_parts(doc, pages, images)},
-        {"role": "user", "content": neutralize(question.strip())},
+        {"role": "system", "content": f"{instructions}\n\n{IMAGE_NOTE}"},
+        {"role": "user", "content": _document_parts(doc, block, pages, images)},
+        {"role": "user", "content": asked["content"]},
     ]
 
 
