@@ -44,7 +44,7 @@ _VOICE = re.compile(r"<v(?:\.[^\s>]*)?(?:\s+([^>]*))?>", re.IGNORECASE)
 _TAG = re.compile(r"</?[a-zA-Z][^>]*>|<\d[\d:.]*>|\{\\[^}]*\}")
 # "Alice Smith: hello" or "DR. JONES: hello" at the start of a cue: a speaker without a voice
 # tag (Zoom's VTT and most SRT transcripts write speakers this way).
-_NAMED = re.compile(r"^((?:[A-Z][\w.'’\-]*)(?:\s+[A-Z][\w.'’\-]*){0,3})\s*:\s+(?=\S)")
+_NAMED = re.compile(r"^([^\W\d_][\w.'’\-]*(?:\s+\w[\w.'’\-]*){0,3})\s*:\s+(?=\S)")
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 _NON_CUE_BLOCKS = ("NOTE", "STYLE", "REGION")
 # One line of page text: "[00:41:12] Alice: text" or "[00:41:12] text".
@@ -117,18 +117,30 @@ def page_for_time(pages: Sequence[Page], stamp: str) -> int | None:
     return found
 
 
+def is_name(words: str) -> bool:
+    """Whether text before a colon names a speaker ("Dr. Jones", "Speaker 2"; not "the ratio")."""
+    parts = words.split()
+    return (
+        bool(parts)
+        and parts[0][0].isupper()
+        and all(p[0].isupper() or p[0].isdigit() for p in parts)
+    )
+
+
+def parse_line(raw: str) -> TranscriptLine | None:
+    """One line of a transcript page split into time, speaker and text (None if not one)."""
+    match = LINE.match(raw)
+    if not match:
+        return None
+    speaker, text = match["speaker"], match["text"]
+    if speaker is not None and not is_name(speaker):
+        speaker, text = None, f"{speaker}: {text}"
+    return TranscriptLine(int(parse_time(match["time"]) or 0), match["time"], speaker, text)
+
+
 def parse_lines(text: str) -> list[TranscriptLine]:
     """The timestamped lines of a transcript page (what the viewer lists)."""
-    lines = []
-    for raw in text.split("\n"):
-        match = LINE.match(raw)
-        if not match:
-            continue
-        seconds = parse_time(match["time"])
-        lines.append(
-            TranscriptLine(int(seconds or 0), match["time"], match["speaker"], match["text"])
-        )
-    return lines
+    return [line for raw in text.split("\n") if (line := parse_line(raw)) is not None]
 
 
 def extract_transcript(path: Path, data: bytes) -> Document:
@@ -241,11 +253,11 @@ def _utterances(start: float, payload: list[str]) -> list[Utterance]:
     result = []
     for who, chunk in parts:
         cleaned = _clean_text(chunk)
-        if not cleaned:
-            continue
+        if not cleaned.strip("-–— "):
+            continue  # nothing said (a dialogue dash before a voice tag)
         if who is None:
             named = _NAMED.match(cleaned)
-            if named:
+            if named and is_name(named.group(1)):
                 who = _clean_speaker(named.group(1))
                 cleaned = cleaned[named.end() :]
         result.append(Utterance(start, who or None, cleaned))

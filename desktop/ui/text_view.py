@@ -18,8 +18,7 @@ from PySide6.QtWidgets import QPlainTextEdit, QWidget
 from desktop.documents.anchors import ANCHORED_KINDS, anchor_key
 from desktop.documents.docx import page_for_anchor
 from desktop.documents.model import Document
-from desktop.documents.transcript import LINE as TRANSCRIPT_LINE
-from desktop.documents.transcript import parse_time
+from desktop.documents.transcript import parse_line, parse_time
 
 NO_TEXT = "(no text on this page)"
 _ANCHOR = re.compile(r"^\[([^\[\]\n]{1,60})\] ")
@@ -55,9 +54,9 @@ class _Highlighter(QSyntaxHighlighter):
             return
         self.setFormat(0, anchor.end(), self.dim)
         if self.kind == "transcript":
-            line = TRANSCRIPT_LINE.match(text)
-            if line and line["speaker"]:
-                self.setFormat(line.start("speaker"), len(line["speaker"]) + 1, self.bold)
+            line = parse_line(text)
+            if line is not None and line.speaker:
+                self.setFormat(anchor.end(), len(line.speaker) + 1, self.bold)
         elif _HEADING.match(text):
             self.setFormat(anchor.end(), len(text) - anchor.end(), self.bold)
 

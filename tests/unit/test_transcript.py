@@ -211,10 +211,15 @@ def test_anchor_index_resolves_lines_and_moments(tmp_path: Path) -> None:
 
 
 def test_parse_lines_for_the_viewer() -> None:
-    lines = parse_lines("[00:00:01] Alice: Hi there.\n[00:01:05] no speaker: here\nnot a line")
+    lines = parse_lines(
+        "[00:00:01] Alice: Hi there.\n[00:01:05] no speaker: here\nnot a line\n"
+        "[01:00:00] Speaker 2: Numbered.\n[01:00:09] SPEAKER_00: Diarized."
+    )
     assert [(x.seconds, x.stamp, x.speaker, x.text) for x in lines] == [
         (1, "00:00:01", "Alice", "Hi there."),
-        (65, "00:01:05", "no speaker", "here"),
+        (65, "00:01:05", None, "no speaker: here"),
+        (3600, "01:00:00", "Speaker 2", "Numbered."),
+        (3609, "01:00:09", "SPEAKER_00", "Diarized."),
     ]
 
 
@@ -235,3 +240,20 @@ def test_srt_markup_is_dropped(tmp_path: Path) -> None:
     )
     doc = extract(write(tmp_path, "styled.srt", srt))
     assert doc.pages[0].text == "[00:00:01] Meanwhile, upstairs <3"
+
+
+def test_speaker_names_beyond_ascii_and_dialogue_dashes(tmp_path: Path) -> None:
+    """ "Émilie Dubois:" is a speaker, "the ratio: 3 to 2" is not; a lone dash is dropped."""
+    vtt = (
+        "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nÉmilie Dubois: Bonjour à tous.\n\n"
+        "00:00:40.000 --> 00:00:41.000\nthe ratio: 3 to 2\n\n"
+        "00:01:20.000 --> 00:01:21.000\n- <v Bob>Yes.</v>\n\n"
+        "00:01:50.000 --> 00:01:51.000\nSpeaker 2: Numbered.\n"
+    )
+    doc = extract(write(tmp_path, "fr.vtt", vtt))
+    assert doc.pages[0].text == (
+        "[00:00:01] Émilie Dubois: Bonjour à tous.\n"
+        "[00:00:40] the ratio: 3 to 2\n"
+        "[00:01:20] Bob: Yes.\n"
+        "[00:01:50] Speaker 2: Numbered."
+    )
