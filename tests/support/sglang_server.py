@@ -573,6 +573,8 @@ class Metrics:
     num_requests: int = 0
     num_aborted: int = 0
     running: int = 0
+    peak_running: int = 0
+    """Most chat requests ever generating at once (batch concurrency tests)."""
     running_tokens: int = 0
     gen_throughput: float = 0.0
 
@@ -1317,6 +1319,7 @@ class _Handler(BaseHTTPRequestHandler):
         gen.stream = stream
         with fake._lock:
             fake.metrics.running += 1
+            fake.metrics.peak_running = max(fake.metrics.peak_running, fake.metrics.running)
             fake.metrics.running_tokens += n
             fake.metrics.num_requests += 1
             fake.metrics.prompt_tokens += n
