@@ -62,4 +62,6 @@ def urlopen(request: urllib.request.Request, timeout: float) -> Any:
     """``urllib.request.urlopen`` with the same proxy rule as ``http_client``."""
     if is_loopback(request.full_url):
         return _DIRECT.open(request, timeout=timeout)
-    return urllib.request.urlopen(request, timeout=timeout)
+    # A fresh opener reads the proxy variables now; urllib.request.urlopen would install a
+    # process-wide one that keeps whatever they were at its first call.
+    return urllib.request.build_opener().open(request, timeout=timeout)
