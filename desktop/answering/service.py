@@ -275,6 +275,21 @@ class Answerer:
             return hit
         return self.cached(question, model)
 
+    def prompt(
+        self, doc: Document, pages: PageRange, question: str, thinking: bool
+    ) -> tuple[list[dict[str, Any]], int]:
+        """The messages of a question and Longdoc's exact count of them (what the budget fits).
+
+        Scanned pages go as images when the server reads them. The app's budget bar counts
+        through here too, so it shows what ``plan`` will decide.
+        """
+        scanned = scanned_pages(doc, pages)
+        if scanned and self.reads_images():
+            messages = build_image_messages(doc, pages, question, page_images(doc, scanned))
+            return messages, count_image_prompt_tokens(messages, thinking)
+        text_only: list[dict[str, Any]] = list(build_messages(doc, pages, question))
+        return text_only, count_prompt_tokens(doc, pages, question, thinking)
+
     def plan(self, question: Question) -> Plan:
         """Count the prompt exactly and fit it to the server's limits, or raise DocumentTooLarge.
 
@@ -288,14 +303,9 @@ class Answerer:
         pages = question.page_range()
         reserve = question.max_tokens or self.settings.answer_reserve
         scanned = scanned_pages(doc, pages)
-        messages: list[dict[str, Any]]
-        if scanned and self.reads_images():
-            messages = build_image_messages(doc, pages, question.text, page_images(doc, scanned))
-            local = count_image_prompt_tokens(messages, question.thinking)
-        else:
+        if not (scanned and self.reads_images()):
             require_text(doc, pages.first, pages.last)
-            messages = list(build_messages(doc, pages, question.text))
-            local = count_prompt_tokens(doc, pages, question.text, question.thinking)
+        messages, local = self.prompt(doc, pages, question.text, question.thinking)
         server = (
             self.client.count_tokens(messages, info.id, question.thinking)
             if question.check_tokens

@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass
 
 from desktop.answering.budget import Budget, ContextLimits, plan_budget, prompt_overhead
-from desktop.answering.prompt import PageRange, count_prompt_tokens
+from desktop.answering.prompt import PageRange
 from desktop.answering.service import Answerer, Endpoint, resolve_endpoint
 from desktop.config import Settings
 from desktop.documents.model import Document
@@ -76,10 +76,11 @@ class Session:
         self, doc: Document, pages: PageRange | None, question: str, thinking: bool
     ) -> BudgetView:
         """The exact prompt size against the server's limits (network + tokenizing)."""
-        limits = self.limits()
+        answerer = self.answerer()
+        limits = answerer.limits()
         selected = pages or PageRange(1, max(len(doc.pages), 1))
-        # The same count the CLI's budget uses; an empty question counts as the library's.
-        prompt = count_prompt_tokens(doc, selected, question, thinking)
+        # The count the CLI's budget uses; an empty question counts as the library's.
+        _, prompt = answerer.prompt(doc, selected, question, thinking)
         budget = plan_budget(prompt, limits, self.settings.answer_reserve)
         # Instructions and question add the same tokens to any range's document block.
         doc_tokens = max(0, prompt - prompt_overhead(question, thinking))
