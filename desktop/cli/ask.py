@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from desktop.answering.events import (
     Sent,
     Stored,
 )
+from desktop.answering.format import ago, page_span
 from desktop.answering.prompt import PageRange
 from desktop.answering.service import Answerer, Question, resolve_endpoint
 from desktop.cli.common import open_store, settings_from, warn
@@ -68,15 +68,6 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print one JSON object at the end")
     p.set_defaults(func=cmd_ask)
-
-
-def _ago(created: float) -> str:
-    seconds = max(0, time.time() - created)
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        if seconds >= size:
-            n = int(seconds // size)
-            return f"{n} {unit}{'s' if n != 1 else ''} ago"
-    return "just now"
 
 
 def check_tokens(answerer: Answerer, question: Question) -> None:
@@ -142,9 +133,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
                     for warning in event.warnings:
                         warn(warning)
                     if (event.first_page, event.last_page) != (1, event.page_count):
+                        span = page_span(event.first_page, event.last_page, doc.pages)
                         print(
-                            f"(Answering about pages {event.first_page}-{event.last_page} "
-                            f"of {event.page_count} only.)",
+                            f"(Answering about {span} only.)",
                             file=sys.stderr,
                         )
                 elif isinstance(event, ReasoningDelta) and not args.json:
@@ -218,7 +209,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
                     )
                 sys.stdout.write(answer.answer)
                 print(
-                    f"\n(from cache, asked {_ago(answer.created_at)}; --no-cache asks again)",
+                    f"\n(from cache, asked {ago(answer.created_at)}; --no-cache asks again)",
                     file=sys.stderr,
                 )
             if not answer.answer.endswith("\n"):

@@ -8,7 +8,6 @@ import pytest
 from PySide6.QtGui import QGuiApplication, QTextDocument
 from pytestqt.qtbot import QtBot
 
-from desktop.ui.answer_view import COMMIT_AT, FRAME_S, MarkdownWriter
 from desktop.ui.markdown_stream import (
     citation_href,
     inline,
@@ -17,6 +16,7 @@ from desktop.ui.markdown_stream import (
     safe_cut,
     split_first,
 )
+from desktop.ui.markdown_writer import COMMIT_AT, FRAME_S, MarkdownWriter
 
 SAMPLE = (
     "# Findings\n\nThe term is **three years** [p. 4], renewable *once* [pp. 4-5].\n"
