@@ -37,6 +37,7 @@ from desktop.ui.markdown_stream import (
     Block,
     Span,
     block_kind,
+    close_open,
     inline,
     paragraph_source,
     parse_block,
@@ -230,6 +231,9 @@ class MarkdownWriter:
         ):
             self._write_paragraph(text, finished)
         else:
+            if not finished and block_kind(text) in ("paragraph", "heading", "item", "quote"):
+                # An unfinished phrase shows its format, not a raw "**" (close_open).
+                text = close_open(text)
             block = parse_block(text)
             signature = (block.kind, block.level, block.marker)
             if (
@@ -308,7 +312,7 @@ class MarkdownWriter:
                 self._committed += cut
                 rest = rest[cut:]
         self.tail_renders += 1
-        self._write_spans(self._cursor_at_end(), inline(rest))
+        self._write_spans(self._cursor_at_end(), inline(rest if finished else close_open(rest)))
 
     def _start_block(self, block: QTextBlockFormat, char: QTextCharFormat) -> QTextCursor:
         cursor = self._cursor_at_end()
