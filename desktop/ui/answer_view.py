@@ -21,33 +21,50 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.answering.citations import QuoteCheck, QuoteStatus
+from desktop.answering.citations import PageIndex, QuoteCheck
 from desktop.answering.events import Sent, Stored
-from desktop.answering.format import ago, answer_figures, answer_scope, duration, short_quote
+from desktop.answering.format import (
+    ago,
+    answer_figures,
+    answer_scope,
+    duration,
+    page_label,
+    short_quote,
+)
 from desktop.documents.model import Page
 from desktop.store.db import StoredAnswer
 from desktop.ui.markdown_stream import citation_href, parse_citation_href
 from desktop.ui.markdown_writer import MarkdownWriter
+from desktop.ui.quote_marks import (
+    NOT_FOUND_COLOR,
+    mark_quotes,
+    marks_for,
+    resolve_citation,
+    status_of,
+)
 
 
 def quote_summary(checks: Sequence[QuoteCheck], pages: Sequence[Page]) -> tuple[str, str]:
     """The line under an answer and its tooltip, both rich text with every quote escaped:
-    "Quotes: 2 verified · 1 on another page (p. 14) · 1 not found". The page a misplaced
-    quote is really on is a ``longdoc-page:`` link; the quotes not found are listed in the
-    tooltip. ``("", "")`` when the answer quotes nothing."""
+    "Quotes: 2 verified · 1 on another page (p. 14) · 1 not found" (that part red). The
+    page a misplaced quote is really on is a ``longdoc-page:`` link; the quotes not found
+    are listed in the tooltip. ``("", "")`` when the answer quotes nothing."""
     if not checks:
         return "", ""
 
     def label(number: int) -> str:
-        return pages[number - 1].label if 0 < number <= len(pages) else f"#{number}"
+        return page_label(pages, number)
 
     def cited(check: QuoteCheck) -> str:
         if not check.cited:
             return "no page cited"
         return "cited p. " + ", ".join(html.escape(label(n)) for n in check.cited)
 
-    verified = [c for c in checks if c.status is QuoteStatus.VERIFIED]
-    elsewhere = [c for c in checks if c.status is QuoteStatus.OTHER_PAGE and c.found_on is not None]
+    checks = [c for c in checks if status_of(c) != "unquoted"]
+    if not checks:
+        return "", ""
+    verified = [c for c in checks if status_of(c) == "verified"]
+    elsewhere = [c for c in checks if status_of(c) == "other_page" and c.found_on is not None]
     missing = [c for c in checks if c not in verified and c not in elsewhere]
     parts: list[str] = []
     if verified:
@@ -60,7 +77,9 @@ def quote_summary(checks: Sequence[QuoteCheck], pages: Sequence[Page]) -> tuple[
         where = "another page" if len(elsewhere) == 1 else "other pages"
         parts.append(f"{len(elsewhere)} on {where} ({links})")
     if missing:
-        parts.append(f"{len(missing)} not found")
+        # Red and bold: a quote the document does not contain must not be missed.
+        red = NOT_FOUND_COLOR.name()
+        parts.append(f'<b style="color:{red}">{len(missing)} not found</b>')
     line = "Quotes: " + " · ".join(parts)
     notes: list[str] = []
     if missing:
@@ -152,6 +171,10 @@ class AnswerView(QWidget):
         )
         self.quotes_label.linkActivated.connect(self._on_quotes_label_link_activated)
         self.quote_checks: list[QuoteCheck] | None = None
+        self.quote_marks_placed = 0  # how many quotes got a mark in the text (tests)
+        self._marked = False
+        self._pages: list[Page] = []
+        self._page_index: PageIndex | None = None
         self.ask_again_button = QPushButton("Ask again")
         self.ask_again_button.setToolTip(
             "Send the question to the server instead of using the cache"
@@ -211,6 +234,7 @@ class AnswerView(QWidget):
         self.reasoning_toggle.hide()
         self.reasoning.hide()
         self.writer.clear()
+        self._marked = False
         self.figures_label.clear()
         self.show_quote_checks(None, [])
         for button in (self.ask_again_button, self.copy_button, self.export_button):
@@ -324,12 +348,33 @@ class AnswerView(QWidget):
         self._update_toggle_text(live=False)
 
     def show_quote_checks(self, checks: list[QuoteCheck] | None, pages: Sequence[Page]) -> None:
-        """The quote line under the answer (hidden for None or no quotes)."""
+        """Each quote marked where it stands in the answer, and the line under it (both
+        hidden for None or no quotes)."""
         self.quote_checks = checks
         line, tooltip = quote_summary(checks or [], pages)
         self.quotes_label.setText(line)
         self.quotes_label.setToolTip(tooltip)
         self.quotes_label.setVisible(bool(line))
+        if self._marked and self.answer is not None:
+            # Marks of an earlier check are in the text: draw the answer again first.
+            self.writer.set_text(self.answer.answer)
+            self._marked = False
+        if checks and not self.writer.waiting:
+            self.quote_marks_placed = mark_quotes(self.browser.document(), marks_for(checks), pages)
+            self._marked = True
+
+    def set_pages(self, pages: Sequence[Page]) -> None:
+        """The document's pages, to resolve clicked citations by its label index."""
+        self._pages = list(pages)
+        self._page_index = None
+
+    def resolve(self, label: str) -> int | None:
+        """The page number a citation's label names in the document, or None."""
+        if not self._pages:
+            return None
+        if self._page_index is None:
+            self._page_index = PageIndex(self._pages)
+        return resolve_citation(label, self._page_index)
 
     def show_notice(self, text: str, action: str = "", action_text: str = "") -> None:
         """A line above the answer (warnings, errors), with an optional action button."""
@@ -374,14 +419,17 @@ class AnswerView(QWidget):
 
     @Slot(QUrl)
     def _on_browser_anchor_clicked(self, url: QUrl) -> None:
-        label, number = parse_citation_href(url.toString())
-        if label is not None or number is not None:
-            self.citation_clicked.emit(label, number)
+        self._follow(url.toString())
         # Anything else is ignored on purpose: answers may not open files or web pages.
 
     @Slot(str)
     def _on_quotes_label_link_activated(self, href: str) -> None:
+        self._follow(href)
+
+    def _follow(self, href: str) -> None:
         label, number = parse_citation_href(href)
+        if number is None and label is not None:
+            number = self.resolve(label)  # "A-2", "3-5": the core's index and grammar
         if label is not None or number is not None:
             self.citation_clicked.emit(label, number)
 

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.answering.citations import PageIndex, QuoteCheck, check_answer_quotes
+from desktop.answering.citations import PageIndex, QuoteCheck
 from desktop.answering.events import AnswerDelta, Finished, ReasoningDelta, Sent, Stored, Usage
 from desktop.answering.prompt import PageRange
 from desktop.answering.service import Question
@@ -39,7 +39,7 @@ from desktop.errors import (
     suggest_page_end,
 )
 from desktop.store.db import StoredAnswer
-from desktop.ui import messages, tasks
+from desktop.ui import messages, quote_marks, tasks
 from desktop.ui.answer_view import AnswerView
 from desktop.ui.budget_bar import BudgetBar
 from desktop.ui.export import answer_markdown, history_markdown
@@ -193,6 +193,7 @@ class AskPanel(QWidget):
             messages.info("Stopped the answer: another document was opened.")
         self.document = doc
         self._page_index = None
+        self.answer_view.set_pages(doc.pages if doc is not None else [])
         self.history = []
         self.history_list.clear()
         self.answer_view.reset()
@@ -495,7 +496,7 @@ class AskPanel(QWidget):
         index = self._page_index
 
         def job() -> list[QuoteCheck]:
-            return check_answer_quotes(answer.answer, answer.question, index)
+            return quote_marks.check_quotes(answer.answer, answer.question, index)
 
         def show(checks: list[QuoteCheck]) -> None:
             # Still the same answer about the same document on screen?

@@ -14,6 +14,7 @@ from desktop.config import Settings
 from desktop.errors import Cancelled
 from desktop.store.db import Store, StoredAnswer
 from desktop.ui.main_window import MainWindow
+from desktop.ui.quote_marks import unmarked_text
 from tests.conftest import API_KEY
 from tests.gui.conftest import FOUR_PAGES, GEOTOPO, ask, open_document, wait_ready
 from tests.support.sglang_server import FakeSGLang
@@ -138,7 +139,8 @@ def test_a_repeated_question_comes_from_the_cache_at_once(
     assert chat_requests(sglang) == sent, "a cached answer must not reach the server"
     view = window.ask_panel.answer_view
     assert view.figures_label.text().startswith("From cache, asked just now.")
-    assert view.browser.toPlainText() == first.answer
+    # The answer as written (its verified quote has a mark where it stands).
+    assert unmarked_text(view.browser.document()) == first.answer
     # "Ask again" goes to the server and makes a new answer.
     with qtbot.waitSignal(window.ask_panel.answer_finished, timeout=30_000) as blocker:
         qtbot.mouseClick(view.ask_again_button, Qt.MouseButton.LeftButton)
