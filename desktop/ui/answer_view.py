@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
+    QProgressBar,
     QPushButton,
     QTextBrowser,
     QToolButton,
@@ -31,6 +32,7 @@ from desktop.answering.format import (
     page_label,
     short_quote,
 )
+from desktop.answering.prefill import PrefillGuess
 from desktop.documents.model import Page
 from desktop.store.db import StoredAnswer
 from desktop.ui.markdown_stream import citation_href, parse_citation_href
@@ -124,6 +126,14 @@ class AnswerView(QWidget):
         self.waiting_label.setTextFormat(Qt.TextFormat.PlainText)
         self.waiting_label.setWordWrap(True)
         self.waiting_label.setObjectName("waitingLabel")
+        self.prefill_bar = QProgressBar()
+        self.prefill_bar.setObjectName("prefillProgress")
+        self.prefill_bar.setTextVisible(False)
+        self.prefill_bar.setMaximumHeight(8)
+        self.previous_label = QLabel()
+        self.previous_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.previous_label.setWordWrap(True)
+        self.previous_label.setObjectName("previousAnswerLabel")
         self.notice_label = QLabel()
         self.notice_label.setTextFormat(Qt.TextFormat.PlainText)
         self.notice_label.setWordWrap(True)
@@ -200,9 +210,11 @@ class AnswerView(QWidget):
         layout.addWidget(self.question_label)
         layout.addWidget(self.scope_label)
         layout.addWidget(self.waiting_label)
+        layout.addWidget(self.prefill_bar)
         layout.addLayout(notice)
         layout.addWidget(self.reasoning_toggle)
         layout.addWidget(self.reasoning)
+        layout.addWidget(self.previous_label)
         layout.addWidget(self.browser, 1)
         layout.addWidget(self.figures_label)
         layout.addWidget(self.quotes_label)
@@ -213,7 +225,9 @@ class AnswerView(QWidget):
         self._timer.timeout.connect(self._on_timer_timeout)
         self._started = 0.0
         self._prompt_tokens: int | None = None
-        self._estimate_s: float | None = None
+        self._guess: PrefillGuess | None = None
+        self._sent_at = 0.0
+        self._showing_previous = False
         self._first_token = False
         self._reasoning_chars = 0
         self.answer: StoredAnswer | None = None
@@ -221,10 +235,14 @@ class AnswerView(QWidget):
 
     # --- states ----------------------------------------------------------------------
 
-    def reset(self) -> None:
-        """Nothing shown: the empty state."""
+    def reset(self, keep_answer: bool = False) -> None:
+        """Nothing shown: the empty state (``keep_answer``: the answer text stays, to read
+        while the next one is on its way)."""
         self._timer.stop()
         self.answer = None
+        self.prefill_bar.hide()
+        self.previous_label.hide()
+        self._showing_previous = keep_answer
         self.question_label.hide()
         self.scope_label.hide()
         self.waiting_label.hide()
@@ -233,24 +251,41 @@ class AnswerView(QWidget):
         self._reasoning_chars = 0
         self.reasoning_toggle.hide()
         self.reasoning.hide()
-        self.writer.clear()
-        self._marked = False
+        if not keep_answer:
+            self.writer.clear()
+            self._marked = False
         self.figures_label.clear()
         self.show_quote_checks(None, [])
         for button in (self.ask_again_button, self.copy_button, self.export_button):
             button.hide()
 
     def start(self, question: str, scope: str) -> None:
-        """A question was asked: show it and start the waiting clock."""
-        self.reset()
+        """A question was asked: show it and start the waiting clock. The answer shown so
+        far stays readable (marked as the previous one) until the new answer begins."""
+        previous = self.answer.question if self.answer is not None else None
+        self.reset(keep_answer=previous is not None and self.writer.has_text)
+        if self._showing_previous and previous is not None:
+            first_line = short_quote(previous, 80)
+            self.previous_label.setText(
+                f"Below: the previous answer (“{first_line}”), until this one begins."
+            )
+            self.previous_label.show()
         self._show_question(question, scope)
         self._started = time.monotonic()
         self._prompt_tokens = None
-        self._estimate_s = None
+        self._guess = None
         self._first_token = False
         self.waiting_label.setText("Checking the answer cache and counting tokens…")
         self.waiting_label.show()
         self._timer.start()
+
+    def _drop_previous(self) -> None:
+        """The new answer takes the place of the previous one."""
+        if self._showing_previous:
+            self._showing_previous = False
+            self.previous_label.hide()
+            self.writer.clear()
+            self._marked = False
 
     def _show_question(self, question: str, scope: str) -> None:
         self.question_label.setText(question)
@@ -258,13 +293,20 @@ class AnswerView(QWidget):
         self.scope_label.setText(scope)
         self.scope_label.setVisible(bool(scope))
 
-    def on_sent(self, sent: Sent, estimate_s: float | None) -> None:
-        """The request is on its way: the server reads the document now."""
+    def on_sent(self, sent: Sent, guess: PrefillGuess | None) -> None:
+        """The request is on its way: the server reads the document now; a progress bar
+        shows how far, by the expected uncached tokens and the learned prefill rate."""
         self._prompt_tokens = sent.prompt_tokens
-        self._estimate_s = estimate_s
-        self._started_prefill = time.monotonic()
+        self._guess = guess
+        self._sent_at = time.monotonic()
         if sent.warnings:
             self.show_notice(" ".join(sent.warnings))
+        if guess is not None and guess.seconds is not None:
+            self.prefill_bar.setRange(0, 1000)
+            self.prefill_bar.setValue(0)
+        else:
+            self.prefill_bar.setRange(0, 0)  # no rate learned yet: a busy bar
+        self.prefill_bar.show()
         self._on_timer_timeout()
 
     def append_reasoning(self, text: str) -> None:
@@ -285,6 +327,7 @@ class AnswerView(QWidget):
     def append_answer(self, text: str) -> None:
         """Live answer text (Markdown)."""
         self._on_first_token()
+        self._drop_previous()
         if self.reasoning_toggle.isChecked() and not self.writer.has_text:
             # The answer begins: fold the thinking away so the answer has the room.
             self.reasoning_toggle.setChecked(False)
@@ -294,15 +337,18 @@ class AnswerView(QWidget):
         if not self._first_token:
             self._first_token = True
             self.waiting_label.hide()
+            self.prefill_bar.hide()
             self._timer.stop()
 
     def finish(self, stored: Stored, page_count: int) -> None:
         """The answer is stored (streamed to the end, or found in the cache)."""
         self._timer.stop()
         self.waiting_label.hide()
+        self.prefill_bar.hide()
         if stored.from_cache:
             self.show_answer(stored.answer, page_count, from_cache=True)
             return
+        self._drop_previous()
         self.writer.finish()
         self.answer = stored.answer
         self._show_footer(stored.answer, page_count, from_cache=False)
@@ -311,6 +357,8 @@ class AnswerView(QWidget):
         """The answer stopped or could not start: say why, keep what arrived."""
         self._timer.stop()
         self.waiting_label.hide()
+        self.prefill_bar.hide()
+        self._drop_previous()
         self.writer.finish()
         self.show_notice(text, action, action_text)
 
@@ -397,15 +445,33 @@ class AnswerView(QWidget):
         elapsed = time.monotonic() - self._started
         if self._prompt_tokens is None:
             text = f"Checking the answer cache and counting tokens… {duration(elapsed)}"
+            self.waiting_label.setText(text)
+            return
+        self.waiting_label.setText(self._prefill_text(time.monotonic() - self._sent_at))
+
+    def _prefill_text(self, elapsed: float) -> str:
+        """The line above the progress bar while the server reads the prompt (and the
+        bar's position: the expected uncached tokens at the learned prefill rate)."""
+        guess = self._guess
+        prompt = self._prompt_tokens or 0
+        if guess is None:
+            return f"Reading the document ({prompt:,} tokens)… {duration(elapsed)}"
+        if guess.cached_tokens > 0:
+            what = (
+                f"Reading {guess.uncached_tokens:,} new tokens ({guess.cached_tokens:,} of "
+                f"{prompt:,} expected from the server's cache)"
+            )
         else:
-            text = f"Reading the document ({self._prompt_tokens:,} tokens)… {duration(elapsed)}"
-            if self._estimate_s is not None:
-                left = self._estimate_s - elapsed
-                if left > 1:
-                    text += f" · about {duration(left)} left"
-                else:
-                    text += " · taking longer than the last questions; still working"
-        self.waiting_label.setText(text)
+            what = f"Reading the document ({prompt:,} tokens)"
+        if guess.seconds is None:
+            return f"{what}… {duration(elapsed)} · first question: no estimate yet"
+        left = guess.seconds - elapsed
+        if left > 1:
+            done = min(elapsed / guess.seconds, 0.99) if guess.seconds > 0 else 0.99
+            self.prefill_bar.setValue(round(done * 1000))
+            return f"{what}… {duration(elapsed)} · about {duration(left)} left"
+        self.prefill_bar.setRange(0, 0)  # past the estimate: busy, no false percentage
+        return f"{what}… {duration(elapsed)} · longer than expected (a busy server?); still reading"
 
     @Slot(bool)
     def _on_reasoning_toggle_toggled(self, checked: bool) -> None:

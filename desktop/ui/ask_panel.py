@@ -442,7 +442,7 @@ class AskPanel(QWidget):
     def _on_answer_event(self, event: Any) -> None:
         doc = self.document
         if isinstance(event, Sent):
-            self.answer_view.on_sent(event, self.session.prefill_estimate(event.prompt_tokens))
+            self.answer_view.on_sent(event, self.session.prefill_guess(event, self.history))
         elif isinstance(event, Stored):
             self.answer_view.finish(event, len(doc.pages) if doc else 0)
             self.check_quotes(event.answer)
