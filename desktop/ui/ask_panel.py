@@ -462,7 +462,9 @@ class AskPanel(QWidget):
         if isinstance(exc, Cancelled):
             self.answer_view.fail("Stopped. What arrived is kept in the history as incomplete.")
         elif isinstance(exc, DocumentTooLarge):
-            self.answer_view.fail(f"Not sent: {exc.reason}.")
+            first = self._question.page_range().first if self._question else 1
+            pages = self.document.pages if self.document else []
+            self.answer_view.fail(messages.too_large(exc, pages, first))
             self.refresh_budget()
             self.pages_edit.setFocus()
         elif isinstance(exc, ServerUnavailable | UsageError) and _about_server(exc):

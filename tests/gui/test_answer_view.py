@@ -8,6 +8,9 @@ from pytestqt.qtbot import QtBot
 
 from desktop.answering.events import Sent
 from desktop.answering.prefill import PrefillGuess
+from desktop.documents.model import Page
+from desktop.errors import DocumentTooLarge
+from desktop.ui import messages
 from desktop.ui.answer_view import AnswerView
 from tests.unit.test_format import ANSWER
 
@@ -76,3 +79,16 @@ def test_the_previous_answer_stays_readable_until_the_new_one_begins(qtbot: QtBo
     view.start("A third question?", "")
     view.fail("Stopped.")
     assert view.browser.toPlainText() == ""
+
+
+def test_over_budget_is_said_in_the_apps_words_with_printed_labels() -> None:
+    labels = ["i", "ii", "iii", "iv", *(str(n) for n in range(1, 37))]
+    pages = [Page(n, label, "") for n, label in enumerate(labels, 1)]
+    exc = DocumentTooLarge("contract.pdf", 100_000, 50_000, 65_536, 40)
+    assert "--pages" in str(exc)  # the CLI's words...
+    text = messages.too_large(exc, pages)
+    assert text == (  # ...and the app's
+        "Not sent: the question needs 100,000 prompt tokens, 50,000 more than the 50,000 "
+        "that the server's context of 65,536 tokens leaves beside the answer. Ask about "
+        "fewer pages: pages i-15 (#1-19 of 40) would fit."
+    )

@@ -168,7 +168,9 @@ def test_over_budget_then_a_page_range_is_asked_about_alone(
         before = chat_requests(small)
         ask(window, qtbot, "Summarise it.")
         assert chat_requests(small) == before
-        assert panel.answer_view.notice_label.text().startswith("Not sent: needs")
+        notice = panel.answer_view.notice_label.text()
+        assert notice.startswith("Not sent: the question needs")
+        assert "--pages" not in notice  # the app's words, not the command line's
 
         qtbot.mouseClick(panel.suggest_button, Qt.MouseButton.LeftButton)
         chosen = panel.pages_edit.text()
