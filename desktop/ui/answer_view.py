@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal, Slot
-from PySide6.QtGui import QTextCursor
+from PySide6.QtGui import QPalette, QResizeEvent, QTextCursor
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -44,6 +44,10 @@ from desktop.ui.quote_marks import (
     resolve_citation,
     status_of,
 )
+
+# Answer text a little larger than the interface's, as reading apps set body text.
+FONT_SCALE = 1.12
+MEASURE_CHARS = 80
 
 
 def quote_summary(checks: Sequence[QuoteCheck], pages: Sequence[Page]) -> tuple[str, str]:
@@ -101,6 +105,25 @@ def quote_summary(checks: Sequence[QuoteCheck], pages: Sequence[Page]) -> tuple[
     return line, "".join(notes)
 
 
+class AnswerBrowser(QTextBrowser):
+    """The answer's text: a larger font and a readable measure (at most ~80 characters a
+    line, centred) however wide the panel is."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        font = self.font()
+        if font.pointSizeF() > 0:
+            font.setPointSizeF(font.pointSizeF() * FONT_SCALE)
+        self.setFont(font)
+        self.document().setDocumentMargin(12)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        measure = self.fontMetrics().averageCharWidth() * MEASURE_CHARS
+        spare = max(0, self.width() - measure - 2 * self.frameWidth())
+        self.setViewportMargins(spare // 2, 0, spare - spare // 2, 0)
+        super().resizeEvent(event)
+
+
 class AnswerView(QWidget):
     """The answer area of the ask panel (the question, waiting, reasoning, answer, figures)."""
 
@@ -118,6 +141,8 @@ class AnswerView(QWidget):
         self.question_label.setWordWrap(True)
         font = self.question_label.font()
         font.setBold(True)
+        if font.pointSizeF() > 0:
+            font.setPointSizeF(font.pointSizeF() * FONT_SCALE)
         self.question_label.setFont(font)
         self.scope_label = QLabel()
         self.scope_label.setTextFormat(Qt.TextFormat.PlainText)
@@ -151,7 +176,7 @@ class AnswerView(QWidget):
         self.reasoning.setMaximumHeight(140)
         self.reasoning.setObjectName("reasoning")
 
-        self.browser = QTextBrowser()
+        self.browser = AnswerBrowser()
         self.browser.setObjectName("answer")
         # Never let Qt follow a link: only our citations act, in _on_browser_anchor_clicked.
         self.browser.setOpenLinks(False)
@@ -168,6 +193,7 @@ class AnswerView(QWidget):
         self.figures_label.setTextFormat(Qt.TextFormat.PlainText)
         self.figures_label.setWordWrap(True)
         self.figures_label.setObjectName("answerFigures")
+        self.figures_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         # Rich text made only by quote_summary (every quote escaped); its only links are
         # pages, handled in _on_quotes_label_link_activated, never opened by Qt.
         self.quotes_label = QLabel()
@@ -472,6 +498,11 @@ class AnswerView(QWidget):
             return f"{what}… {duration(elapsed)} · about {duration(left)} left"
         self.prefill_bar.setRange(0, 0)  # past the estimate: busy, no false percentage
         return f"{what}… {duration(elapsed)} · longer than expected (a busy server?); still reading"
+
+    def toggle_reasoning(self) -> None:
+        """Show or fold the reasoning (Ctrl+T); nothing when the answer has none."""
+        if self.reasoning_toggle.isVisible():
+            self.reasoning_toggle.toggle()
 
     @Slot(bool)
     def _on_reasoning_toggle_toggled(self, checked: bool) -> None:

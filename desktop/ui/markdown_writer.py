@@ -54,6 +54,11 @@ FORCE_AT = 2_000
 # Streamed text is drawn at most once per this many seconds (a 60 Hz frame).
 FRAME_S = 0.016
 
+# Answer typography: line height in percent of the font's, space after a paragraph (px).
+LINE_HEIGHT_PCT = 145
+PARAGRAPH_SPACING = 10
+PROPORTIONAL = QTextBlockFormat.LineHeightTypes.ProportionalHeight.value
+
 _LEADING_BLANK_LINES = re.compile(r"(?:[ \t]*\n)+")
 _HEADING_SCALE = {1: 1.45, 2: 1.3, 3: 1.15, 4: 1.05, 5: 1.0, 6: 1.0}
 
@@ -328,15 +333,18 @@ class MarkdownWriter:
     def _block_format(self, kind: str, level: int = 0) -> QTextBlockFormat:
         fmt = QTextBlockFormat()
         fmt.setTopMargin(4 if kind == "paragraph" else 0)  # room after a list, too
-        fmt.setBottomMargin(6)
+        fmt.setBottomMargin(PARAGRAPH_SPACING)
+        if kind != "code":
+            # Reading text, not code: lines spaced like a book page, not a terminal.
+            fmt.setLineHeight(LINE_HEIGHT_PCT, PROPORTIONAL)
         if kind == "heading":
             fmt.setHeadingLevel(level)
-            fmt.setTopMargin(10)
-            fmt.setBottomMargin(4)
+            fmt.setTopMargin(14)
+            fmt.setBottomMargin(6)
         elif kind == "item":
-            fmt.setLeftMargin(20 + 18 * level)
+            fmt.setLeftMargin(22 + 20 * level)
             fmt.setTextIndent(-14)
-            fmt.setBottomMargin(3)
+            fmt.setBottomMargin(4)
         elif kind == "quote":
             fmt.setLeftMargin(18)
         elif kind == "code":
