@@ -392,7 +392,7 @@ class AnswerView(QWidget):
         """Show a stored answer at once (history, cache hit)."""
         self.reset()
         self.answer = answer
-        self._show_question(answer.question, answer_scope(answer, page_count))
+        self._show_question(answer.question, answer_scope(answer, self._pages_or(page_count)))
         if answer.reasoning:
             self.reasoning.setPlainText(answer.reasoning)
             self._reasoning_chars = len(answer.reasoning)
@@ -412,7 +412,7 @@ class AnswerView(QWidget):
         else:
             when = datetime.fromtimestamp(answer.created_at).strftime("%Y-%m-%d %H:%M")
             figures = f"{figures} · {when}" if figures else when
-        scope = answer_scope(answer, page_count)
+        scope = answer_scope(answer, self._pages_or(page_count))
         self.scope_label.setText(scope)
         self.scope_label.setVisible(bool(scope))
         self.figures_label.setText(figures)
@@ -436,6 +436,10 @@ class AnswerView(QWidget):
         if checks and not self.writer.waiting:
             self.quote_marks_placed = mark_quotes(self.browser.document(), marks_for(checks), pages)
             self._marked = True
+
+    def _pages_or(self, page_count: int) -> Sequence[Page] | int:
+        """The document's pages (for printed labels) when they are this answer's."""
+        return self._pages if len(self._pages) == page_count else page_count
 
     def set_pages(self, pages: Sequence[Page]) -> None:
         """The document's pages, to resolve clicked citations by its label index."""

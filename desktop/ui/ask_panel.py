@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from desktop.answering.citations import PageIndex, QuoteCheck
 from desktop.answering.events import AnswerDelta, Finished, ReasoningDelta, Sent, Stored, Usage
+from desktop.answering.format import scope as page_scope
 from desktop.answering.prompt import PageRange
 from desktop.answering.service import Question
 from desktop.documents.model import Document
@@ -379,9 +380,7 @@ class AskPanel(QWidget):
             self.pages_edit.setFocus()
             return False
         question = Question(doc, text, pages, self.think_box.isChecked(), use_cache)
-        scope = ""
-        if pages is not None and (pages.first, pages.last) != (1, len(doc.pages)):
-            scope = f"About {pages.describe(len(doc.pages))} only"
+        scope = page_scope(pages.first, pages.last, doc.pages) if pages is not None else ""
         self._question = question
         self.tokens_received = 0
         self.answer_view.start(text, scope)

@@ -202,7 +202,7 @@ class FirstRunView(QScrollArea):
             return
         text = describe_status(status)
         if status.state in ("ready", "busy"):
-            text += " — you can ask as soon as a document is open."
+            text = f"✓ {text} — you can ask as soon as a document is open."
         elif status.error:
             text += f" — {status.error}"
         if external:

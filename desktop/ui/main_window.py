@@ -71,6 +71,7 @@ class MainWindow(QMainWindow):
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("mainSplitter")
         self.first_run = FirstRunView(session.settings)
+        self._pane_sizes: list[int] = []
         self.splitter.addWidget(self.library)
         self.splitter.addWidget(self.doc_view)
         self.splitter.addWidget(self.ask_panel)
@@ -326,10 +327,21 @@ class MainWindow(QMainWindow):
         self.library.select(doc.sha256)
 
     def _show_first_run(self, shown: bool) -> None:
-        """The first-run view in the place of the document and ask panes (no document)."""
+        """The first-run view in the place of the document and ask panes (no document);
+        the panes get their widths back when a document opens."""
+        sizes = self.splitter.sizes()
+        if shown and (sizes[1] or sizes[2]):
+            self._pane_sizes = sizes[:3]
         self.first_run.setVisible(shown)
         self.doc_view.setVisible(not shown)
         self.ask_panel.setVisible(not shown)
+        total = sum(sizes) or self.splitter.width()
+        # The library keeps the width it has beside the panes, at most a third.
+        library = min(self._pane_sizes[0] if self._pane_sizes else 280, max(total // 3, 150))
+        if shown:
+            self.splitter.setSizes([library, 0, 0, max(total - library, 1)])
+        elif self._pane_sizes:
+            self.splitter.setSizes([*self._pane_sizes, 0])
 
     def show_document(self, doc: Document) -> None:
         """Show a document and ask about it."""
@@ -453,7 +465,11 @@ class MainWindow(QMainWindow):
             if isinstance(state, QByteArray) and not state.isEmpty():
                 splitter.restoreState(state)
             elif name == "main":
-                splitter.setSizes([280, 620, 500])
+                splitter.setSizes([280, 620, 500, 0])
+        # The saved state also says which panes were shown: the open document decides.
+        restored = self.splitter.sizes()[:3]
+        self._pane_sizes = restored if restored[1] and restored[2] else [280, 620, 500]
+        self._show_first_run(self.document is None)
 
     def _splitters(self) -> dict[str, QSplitter]:
         return {"main": self.splitter, "ask": self.ask_panel.splitter}

@@ -10,6 +10,7 @@ from PySide6.QtCore import QPoint, Qt, QTimer, QUrl
 from PySide6.QtGui import QTextCursor
 from pytestqt.qtbot import QtBot
 
+from desktop.answering.format import page_span
 from desktop.config import Settings
 from desktop.errors import Cancelled
 from desktop.store.db import Store, StoredAnswer
@@ -189,7 +190,9 @@ def test_over_budget_then_a_page_range_is_asked_about_alone(
         assert f"[Page {doc.pages[-1].label}]" not in prompt
         scope = panel.answer_view.scope_label
         assert scope.isVisible()
-        assert scope.text() == f"About pages 1-{last} of 117 only"
+        # In the document's printed labels, with the positions when they differ.
+        assert scope.text() == f"About {page_span(1, last, doc.pages)} only"
+        assert f"-{doc.pages[last - 1].label} " in scope.text()
 
 
 def test_history_shows_each_answer_and_exports_markdown(
