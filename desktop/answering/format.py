@@ -1,7 +1,8 @@
 """Words and figures about answers, shared by the CLI and the app (no Qt).
 
-"3 days ago", "About pages iv-12 only", "1,204 of 98,310 prompt tokens from the server's
-cache · 41.2 tokens/s": written once here so the terminal and the window say the same.
+"3 days ago", "About pages 5-20 of 300 (printed iv to 12) only", "1,204 of 98,310 prompt
+tokens from the server's cache · 41.2 tokens/s": written once here so the terminal and the
+window say the same.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from desktop.answering.pages import PageRange, describe
 from desktop.documents.model import Page
 from desktop.store.db import StoredAnswer
 
@@ -37,20 +39,13 @@ def page_label(pages: Sequence[Page], number: int) -> str:
 
 
 def page_span(first: int, last: int, pages: Sequence[Page] | int) -> str:
-    """ "pages iv-12 of 300" in printed labels, with the positions when labels differ.
-
-    ``pages`` is the document's pages (for their labels) or just their count.
-    """
-    count = pages if isinstance(pages, int) else len(pages)
+    """ "pages 5-20 of 300 (printed iv to 12)": the core's words for a range
+    (``pages.describe``). ``pages`` is the document's pages (for their labels) or just
+    their count."""
+    selected = PageRange(first, last)
     if isinstance(pages, int):
-        a, b = str(first), str(last)
-    else:
-        a, b = page_label(pages, first), page_label(pages, last)
-    what = f"page {a}" if first == last else f"pages {a}-{b}"
-    if (a, b) != (str(first), str(last)):
-        where = f"#{first}" if first == last else f"#{first}-{last}"
-        return f"{what} ({where} of {count})"
-    return f"{what} of {count}"
+        return selected.describe(pages)
+    return describe(pages, selected)
 
 
 def scope(first: int, last: int, pages: Sequence[Page] | int) -> str:

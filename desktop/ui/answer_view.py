@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.answering.citations import PageIndex, QuoteCheck
+from desktop.answering.citations import QuoteCheck
 from desktop.answering.events import Sent, Stored
 from desktop.answering.format import (
     ago,
@@ -41,7 +41,6 @@ from desktop.ui.quote_marks import (
     NOT_FOUND_COLOR,
     mark_quotes,
     marks_for,
-    resolve_citation,
     status_of,
 )
 
@@ -210,7 +209,6 @@ class AnswerView(QWidget):
         self.quote_marks_placed = 0  # how many quotes got a mark in the text (tests)
         self._marked = False
         self._pages: list[Page] = []
-        self._page_index: PageIndex | None = None
         self.ask_again_button = QPushButton("Ask again")
         self.ask_again_button.setToolTip(
             "Send the question to the server instead of using the cache"
@@ -442,17 +440,8 @@ class AnswerView(QWidget):
         return self._pages if len(self._pages) == page_count else page_count
 
     def set_pages(self, pages: Sequence[Page]) -> None:
-        """The document's pages, to resolve clicked citations by its label index."""
+        """The document's pages, to name page ranges by their printed labels."""
         self._pages = list(pages)
-        self._page_index = None
-
-    def resolve(self, label: str) -> int | None:
-        """The page number a citation's label names in the document, or None."""
-        if not self._pages:
-            return None
-        if self._page_index is None:
-            self._page_index = PageIndex(self._pages)
-        return resolve_citation(label, self._page_index)
 
     def show_notice(self, text: str, action: str = "", action_text: str = "") -> None:
         """A line above the answer (warnings, errors), with an optional action button."""
@@ -529,8 +518,7 @@ class AnswerView(QWidget):
 
     def _follow(self, href: str) -> None:
         label, number = parse_citation_href(href)
-        if number is None and label is not None:
-            number = self.resolve(label)  # "A-2", "3-5": the core's index and grammar
+        # "A-2", "3-5": the document view resolves labels through the core's label index.
         if label is not None or number is not None:
             self.citation_clicked.emit(label, number)
 

@@ -45,20 +45,20 @@ def application() -> QApplication:
 
 
 def icons_dir() -> Path:
-    """The checkout's ``resources/icons``, or the copy a wheel installs under the prefix."""
-    source = Path(__file__).resolve().parents[2] / "resources" / "icons"
+    """The checkout's ``resources/icons/hicolor``, or the copy installed under the prefix."""
+    source = Path(__file__).resolve().parents[2] / "resources" / "icons" / "hicolor"
     if source.is_dir():
         return source
-    return Path(sys.prefix) / "share" / "longdoc" / "icons"
+    return Path(sys.prefix) / "share" / "icons" / "hicolor"
 
 
 def app_icon() -> QIcon:
-    """Longdoc's icon: the SVG, with PNGs drawn for the small sizes (crisper than scaled)."""
+    """Longdoc's icon: the drawn PNG sizes (crisper than scaling) and the SVG for the rest."""
     icon = QIcon()
     folder = icons_dir()
-    for png in sorted(folder.glob("longdoc-*.png")):
+    for png in sorted(folder.glob("*/apps/longdoc.png")):
         icon.addFile(str(png))
-    svg = folder / "longdoc.svg"
+    svg = folder / "scalable" / "apps" / "longdoc.svg"
     if svg.is_file():
         icon.addFile(str(svg))
     return icon

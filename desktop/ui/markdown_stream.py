@@ -3,7 +3,7 @@
 Pure Python on purpose (no Qt, no HTML): the writer in ``markdown_writer`` turns blocks into
 QTextDocument content with formats, never through an HTML parser, so text from a model
 or a document can never become markup, a script or an active link. The only links are
-page citations (the core's grammar, ``citations.CITATION``), whose target is built here
+page citations (the core's grammar, ``citations.CITATION_PATTERN``), whose target is built here
 as ``longdoc-page:...``.
 
 Streaming works on the *pending* text after the last finished block: ``split_first``
@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
 
-from desktop.answering.citations import CITATION
+from desktop.answering.citations import CITATION_PATTERN, find_citations
 
 PAGE_SCHEME = "longdoc-page"
 
@@ -45,7 +45,7 @@ _TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 # A partial line that may still turn into a block marker once more characters arrive.
 _UNDECIDED = re.compile(r"^ *(?:[-*_+ ]*|\d{1,9}[.)]?|#{1,6}|`{1,2}|~{1,2})$")
 
-# What counts as a page citation is the core's grammar (``citations.CITATION``), so the
+# What counts as a page citation is the core's grammar (``CITATION_PATTERN``), so the
 # links here are exactly the citations the CLI and the quote checks see.
 _INLINE = re.compile(
     r"(?P<tick>`+)(?P<code>.+?)(?P=tick)"
@@ -55,13 +55,10 @@ _INLINE = re.compile(
     # Italic may hold a bold run ("*it **b** it*"), else it would end at the first "*".
     r"|\*(?P<i1>(?!\s)(?:\*\*[^*]+?\*\*|[^*])+?)(?<!\s)\*"
     r"|(?<!\w)_(?P<i2>[^\s_](?:.*?[^\s_])?)_(?!\w)"
-    rf"|(?P<cite>(?i:{CITATION.pattern}))"
+    rf"|(?P<cite>{CITATION_PATTERN})"
     r"|\[(?P<ltext>[^\[\]\n]+)\]\((?P<lurl>[^()\s]+)\)"
     r"|\\(?P<esc>[\\`*_\[\]#>|{}()+.!-])"
 )
-# Only to show a citation's pages as separate links: "[pp. " stays plain text.
-_CITE_PREFIX = re.compile(r"^\[\s*(?:pages?|pp?)\.?\s*", re.IGNORECASE)
-_CITE_NUMBER = re.compile(r"^(?P<label>.*?)\s*\(#(?P<number>\d+)\)$")
 
 
 @dataclass(frozen=True)
@@ -114,34 +111,23 @@ def parse_citation_href(href: str) -> tuple[str | None, int | None]:
     return None, None
 
 
-def _citation_spans(whole: str, bold: bool, italic: bool) -> list[Span]:
-    """``[p. 12]``, ``[pp. 3-5]``, ``[pp. 3, 7]``, ``[p. 1 (#3)]``: each cited page a link.
+def _citation_spans(citation: str, bold: bool, italic: bool) -> list[Span]:
+    """A citation (``[pp. 3-5, A-2]``) as spans: each cited label or range its own link.
 
-    A part's target is its text as written ("A-2", "3-5"): the view resolves it with the
-    document's label index, so annex labels with hyphens and ranges both work.
+    The grammar is the core's (``find_citations``); the document view resolves the label.
     """
-    prefix_match = _CITE_PREFIX.match(whole)
-    prefix = prefix_match.group(0) if prefix_match else "["
-    body = whole[len(prefix) : -1]
-    parts = re.split(r"(\s*[,;]\s*)", body)
+    [ref] = find_citations(citation)
     spans: list[Span] = []
-    for i, part in enumerate(parts):
-        if i % 2 == 1:  # a separator
-            spans.append(Span(part, bold, italic))
-            continue
-        text = part
-        if i == 0:
-            text = prefix + text
-        if i == len(parts) - 1:
-            text = text + "]"
-        target = part.strip()
-        indexed = _CITE_NUMBER.match(target)
-        href: str | None
-        if indexed:
-            href = citation_href(indexed["label"], int(indexed["number"]))
-        else:
-            href = citation_href(target) if target else None
-        spans.append(Span(text, bold, italic, href=href))
+    pos = 0
+    for i, part in enumerate(ref.parts):
+        if part.start > pos and i > 0:
+            spans.append(Span(citation[pos : part.start], bold, italic))  # ", " between labels
+            pos = part.start
+        end = ref.end if i == len(ref.parts) - 1 else part.end
+        spans.append(Span(citation[pos:end], bold, italic, href=citation_href(part.text)))
+        pos = end
+    if pos < len(citation):
+        spans.append(Span(citation[pos:], bold, italic))
     return spans
 
 

@@ -3,9 +3,9 @@
 The one place the answer view talks to the core's quote checker and citation grammar
 (``desktop.answering.citations``): ``check_quotes`` runs it, ``status_of`` reads its
 statuses (``verified``, ``other_page``, ``not_found``, ``unquoted``) by name so a change
-of the enum's values does not reach the widgets, ``resolve_citation`` turns a clicked
-citation into a page. ``mark_quotes`` then writes, after each checked quote, "✓", "⚠ on
-p. 14" (a link to the page it is really on) or a red "✗ not found" that cannot be missed.
+of the enum's values does not reach the widgets. ``mark_quotes`` then writes, after each
+checked quote, "✓", "⚠ on p. 14" (a link to the page it is really on) or a red
+"✗ not found" that cannot be missed.
 """
 
 from __future__ import annotations
@@ -16,14 +16,10 @@ from dataclasses import dataclass
 
 from PySide6.QtGui import QColor, QFont, QPalette, QTextCharFormat, QTextCursor, QTextDocument
 
-from desktop.answering.citations import (
-    PageIndex,
-    QuoteCheck,
-    check_answer_quotes,
-    find_citations,
-)
+from desktop.answering.citations import QuoteCheck, answer_checks, as_quote_checks
 from desktop.answering.format import page_label, short_quote
-from desktop.documents.model import Page
+from desktop.documents.model import Document, Page
+from desktop.store.db import Store, StoredAnswer
 from desktop.ui.markdown_stream import citation_href
 
 # Not palette roles: "verified", "elsewhere" and "not found" must read the same in light
@@ -58,26 +54,16 @@ def status_of(check: QuoteCheck) -> str:
     return check.status.name.lower()
 
 
-def check_quotes(answer: str, question: str, index: PageIndex) -> list[QuoteCheck]:
-    """The core's quote checks for an answer (quotes restating the question left out)."""
-    return check_answer_quotes(answer, question, index)
+def check_quotes(store: Store, answer: StoredAnswer, doc: Document) -> list[QuoteCheck]:
+    """The core's quote checks for an answer, as the CLI makes them (stored with the
+    answer; quotes restating the question left out). Blocking: run it off the UI thread
+    for a long document."""
+    return as_quote_checks(answer_checks(store, answer, doc))
 
 
 def marks_for(checks: Sequence[QuoteCheck]) -> list[QuoteMark]:
     """The view's marks for the core's checks."""
     return [QuoteMark(c.quote, status_of(c), tuple(c.cited), c.found_on) for c in checks]
-
-
-def resolve_citation(label: str, index: PageIndex) -> int | None:
-    """The page a clicked citation part shows ("12", "iv", "A-2", "3-5"), by the core's
-    label index and citation grammar; None if the document has no such page."""
-    number = index.resolve(label)
-    if number is not None:
-        return number
-    for citation in find_citations(f"[p. {label}]", index):
-        if citation.first_page is not None:
-            return citation.first_page
-    return None
 
 
 def mark_quotes(document: QTextDocument, marks: Sequence[QuoteMark], pages: Sequence[Page]) -> int:

@@ -90,5 +90,5 @@ def test_over_budget_is_said_in_the_apps_words_with_printed_labels() -> None:
     assert text == (  # ...and the app's
         "Not sent: the question needs 100,000 prompt tokens, 50,000 more than the 50,000 "
         "that the server's context of 65,536 tokens leaves beside the answer. Ask about "
-        "fewer pages: pages i-15 (#1-19 of 40) would fit."
+        "fewer pages: pages 1-19 of 40 (printed i to 15) would fit."
     )

@@ -192,7 +192,7 @@ def test_over_budget_then_a_page_range_is_asked_about_alone(
         assert scope.isVisible()
         # In the document's printed labels, with the positions when they differ.
         assert scope.text() == f"About {page_span(1, last, doc.pages)} only"
-        assert f"-{doc.pages[last - 1].label} " in scope.text()
+        assert f"to {doc.pages[last - 1].label})" in scope.text()
 
 
 def test_history_shows_each_answer_and_exports_markdown(

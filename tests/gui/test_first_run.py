@@ -58,6 +58,7 @@ def test_first_start_shows_what_to_do_then_the_document(
     qtbot.waitUntil(lambda: window.document is not None, timeout=30_000)
     assert not view.isVisible()
     assert window.doc_view.isVisible() and window.ask_panel.isVisible()
+    qtbot.waitUntil(lambda: min(window.splitter.sizes()[1:3]) > 200)  # room to read and ask
 
 
 def test_help_lists_every_shortcut_of_the_menus(qtbot: QtBot, window: MainWindow) -> None:
@@ -84,5 +85,5 @@ def test_the_application_has_its_icon() -> None:
     assert not icon.isNull()
     sizes = {s.width() for s in icon.availableSizes()}
     assert {16, 32, 48, 256} <= sizes
-    root = Path(__file__).resolve().parents[2]
-    assert (root / "resources" / "icons" / "longdoc.svg").is_file()
+    icons = Path(__file__).resolve().parents[2] / "resources" / "icons" / "hicolor"
+    assert (icons / "scalable" / "apps" / "longdoc.svg").is_file()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, Qt, QUrl
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QTextCharFormat
 from PySide6.QtWidgets import QLabel
 from pytestqt.qtbot import QtBot
@@ -10,7 +10,7 @@ from pytestqt.qtbot import QtBot
 from desktop.answering.citations import QuoteCheck, QuoteStatus
 from desktop.documents.model import Page
 from desktop.store.db import StoredAnswer
-from desktop.ui.answer_view import AnswerView, quote_summary
+from desktop.ui.answer_view import quote_summary
 from desktop.ui.ask_panel import QUOTE_CHECK_INLINE_CHARS
 from desktop.ui.main_window import MainWindow
 from desktop.ui.quote_marks import NOT_FOUND_COLOR
@@ -137,20 +137,3 @@ def test_quote_summary_counts_pages_and_escapes_quotes() -> None:
     line, tooltip = quote_summary([check(QuoteStatus.VERIFIED, 2)], pages)
     assert line == "Quotes: 1 verified"
     assert "found on the page it cites" in tooltip
-
-
-def test_citation_links_resolve_through_the_label_index(qtbot: QtBot) -> None:
-    view = AnswerView()
-    qtbot.addWidget(view)
-    labels = ["i", "1", "2", "A-1", "A-2"]
-    view.set_pages([Page(n, label, "") for n, label in enumerate(labels, 1)])
-    view.writer.set_text("See [p. A-2], [pp. 1-2] and [p. 99].")
-    clicked: list[tuple[object, object]] = []
-    view.citation_clicked.connect(lambda label, number: clicked.append((label, number)))
-    document = view.browser.document()
-    for text in ("A-2", "1-2", "99"):
-        href = document.find(text).charFormat().anchorHref()
-        view.browser.anchorClicked.emit(QUrl(href))
-    # A hyphenated annex label is a page, a range opens at its first page; an unknown
-    # label is passed on as it is (the window says the page does not exist).
-    assert clicked == [("A-2", 5), ("1-2", 2), ("99", None)]

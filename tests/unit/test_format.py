@@ -54,10 +54,10 @@ def test_duration_is_minutes_and_seconds() -> None:
     assert duration(-3) == "0:00"
 
 
-def test_page_span_uses_printed_labels_and_says_the_positions_when_they_differ() -> None:
+def test_page_span_says_the_printed_labels_when_they_differ() -> None:
     pages = [Page(n, label, "") for n, label in enumerate(["i", "ii", "1", "2", "A-1"], 1)]
-    assert page_span(3, 4, pages) == "pages 1-2 (#3-4 of 5)"
-    assert page_span(5, 5, pages) == "page A-1 (#5 of 5)"
+    assert page_span(3, 4, pages) == "pages 3-4 of 5 (printed 1 to 2)"
+    assert page_span(5, 5, pages) == "page 5 of 5 (printed A-1)"
     plain = [Page(n, str(n), "") for n in range(1, 4)]
     assert page_span(1, 2, plain) == "pages 1-2 of 3"
     assert page_span(2, 3, 300) == "pages 2-3 of 300"
