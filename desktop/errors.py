@@ -73,8 +73,9 @@ class DocumentEmpty(DocumentError):
 class DocumentTooLarge(DocumentError):
     """Document plus prompt does not fit the server's limits, even with the minimum reserve.
 
-    ``limit`` says which limit binds with its numbers and ``remedy`` what to do (both from
-    ``desktop.answering.budget``); the defaults describe the context length.
+    ``limit`` says which limit binds with its numbers, ``remedy`` what to do and
+    ``suggested`` a (first, last) page range that fits, None for a single page (all from
+    ``desktop.answering.budget``); without them the context length is assumed to bind.
     """
 
     def __init__(
@@ -87,11 +88,15 @@ class DocumentTooLarge(DocumentError):
         *,
         limit: str = "",
         remedy: str = "",
+        suggested: tuple[int, int] | None = None,
     ) -> None:
         self.needed = needed
         self.available = available
         self.context = context
         self.pages = pages
+        self.limit = limit
+        self.remedy = remedy
+        self.suggested = suggested
         limit = limit or (
             f"the server's context of {context:,} tokens leaves {available:,} for the prompt"
         )

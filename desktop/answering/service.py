@@ -14,7 +14,14 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
-from desktop.answering.budget import Budget, ContextLimits, explain_limit, plan_budget, remedy
+from desktop.answering.budget import (
+    Budget,
+    ContextLimits,
+    explain_limit,
+    plan_budget,
+    remedy,
+    suggest_pages,
+)
 from desktop.answering.client import (
     ChatClient,
     ModelInfo,
@@ -315,6 +322,7 @@ class Answerer:
         if scanned and not self.reads_images():
             budget.warnings.append(unread_warning(scanned, doc))
         if not budget.fits:
+            fit = suggest_pages(pages, budget)
             raise DocumentTooLarge(
                 doc.path,
                 budget.prompt_tokens,
@@ -323,6 +331,7 @@ class Answerer:
                 pages.last - pages.first + 1,
                 limit=explain_limit(budget),
                 remedy=remedy(budget, doc.pages, pages),
+                suggested=None if fit is None else (fit.first, fit.last),
             )
         key = self.cache_key(question, info.id, reserve)
         return Plan(question, pages, info.id, messages, budget, key, local, server)

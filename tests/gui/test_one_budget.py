@@ -54,6 +54,12 @@ def test_library_and_bar_show_the_same_overage_when_the_kv_pool_binds(
         assert "at most 20,000 prompt tokens" in bar.label.text()
         assert "max_req_input_len" in bar.label.text()
         assert "leaves" not in bar.label.text()
+        # Asked anyway, the refusal says the same, in the app's words.
+        refused = ask(window, qtbot, "Summarise.")
+        notice = window.ask_panel.answer_view.notice_label.text()
+        assert refused is not None and notice.startswith("Not sent: the question needs ")
+        assert "at most 20,000 prompt tokens" in notice and "would fit" in notice
+        assert "--pages" not in notice
 
 
 def test_a_single_page_over_budget_offers_no_page_range(
@@ -74,6 +80,10 @@ def test_a_single_page_over_budget_offers_no_page_range(
         text = panel.budget_bar.label.text()
         assert "Choose a page range" not in text
         assert "One page cannot be split" in text
+        ask(window, qtbot, "Anything?")
+        notice = panel.answer_view.notice_label.text()
+        assert notice.startswith("Not sent: ") and "single page cannot be split" in notice
+        assert "would fit" not in notice and "1-1" not in notice
 
 
 def test_an_unknown_context_points_at_the_settings(
