@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.config import Settings, config_path, data_dir, save_settings
+from desktop.config import MAX_CONTEXT_LENGTH, Settings, config_path, data_dir, save_settings
 from desktop.errors import ConfigError
 
 
@@ -58,6 +58,17 @@ class SettingsDialog(QDialog):
         self.prefill_spin.setToolTip(
             "The slowest prefill your GPU does; sets how long to wait for the first token"
         )
+        self.context_spin = QSpinBox()
+        self.context_spin.setRange(0, MAX_CONTEXT_LENGTH)
+        self.context_spin.setSingleStep(1024)
+        self.context_spin.setGroupSeparatorShown(True)
+        self.context_spin.setSpecialValueText("as the server reports")
+        self.context_spin.setSuffix(" tokens")
+        self.context_spin.setValue(settings.context_length)
+        self.context_spin.setToolTip(
+            "For servers that do not report their context (transformers serve, llama.cpp, "
+            "routers); when both exist the smaller wins"
+        )
         self.profile_combo = QComboBox()
         self.profile_combo.setEditable(False)
         names = _profiles()
@@ -81,6 +92,7 @@ class SettingsDialog(QDialog):
         form.addRow("", self.thinking_box)
         form.addRow("Answer reserve:", self.reserve_spin)
         form.addRow("Slowest prefill:", self.prefill_spin)
+        form.addRow("Context length:", self.context_spin)
         form.addRow("Server profile:", self.profile_combo)
         form.addRow("Container runtime:", self.runtime_combo)
         form.addRow("", self.keep_box)
@@ -112,7 +124,7 @@ class SettingsDialog(QDialog):
 
         for edit in (self.endpoint_edit, self.model_edit, self.api_key_edit):
             edit.textChanged.connect(self._on_any_changed)
-        for spin in (self.reserve_spin, self.prefill_spin):
+        for spin in (self.reserve_spin, self.prefill_spin, self.context_spin):
             spin.valueChanged.connect(self._on_any_changed)
         for combo in (self.profile_combo, self.runtime_combo):
             combo.currentIndexChanged.connect(self._on_any_changed)
@@ -129,6 +141,7 @@ class SettingsDialog(QDialog):
             thinking=self.thinking_box.isChecked(),
             answer_reserve=self.reserve_spin.value(),
             min_prefill_rate=self.prefill_spin.value(),
+            context_length=self.context_spin.value(),
             profile=self.profile_combo.currentText(),
             container_runtime=str(self.runtime_combo.currentData() or ""),
             keep_server_running=self.keep_box.isChecked(),

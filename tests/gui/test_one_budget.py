@@ -13,6 +13,7 @@ from desktop.config import Settings
 from desktop.errors import ContextUnknown
 from desktop.store.db import StoredAnswer
 from desktop.ui.main_window import MainWindow
+from desktop.ui.settings_dialog import SettingsDialog
 from tests.conftest import API_KEY
 from tests.gui.conftest import FOUR_PAGES, GEOTOPO, ask, open_document, wait_ready
 from tests.support.sglang_server import FakeSGLang
@@ -106,3 +107,12 @@ def test_an_unknown_context_points_at_the_settings(
         qtbot.waitUntil(lambda: bar.view is not None, timeout=20_000)
         assert bar.view is not None and bar.view.budget.context_length == 32_768
         assert isinstance(ask(window, qtbot, "Now?"), StoredAnswer)
+
+
+def test_the_settings_dialog_states_a_context_length(qtbot: QtBot, home: Path) -> None:
+    dialog = SettingsDialog(Settings(context_length=0))
+    qtbot.addWidget(dialog)
+    assert dialog.context_spin.text() == "as the server reports"
+    dialog.context_spin.setValue(32_768)
+    assert dialog.current().context_length == 32_768
+    assert dialog.error() is None
