@@ -288,3 +288,18 @@ def test_other_endpoints_follow_the_environment(proxy: RecordingProxy) -> None:
 )
 def test_what_counts_as_loopback(url: str, loopback: bool) -> None:
     assert is_loopback(url) is loopback
+
+
+def test_selftest_skips_by_a_stated_context(store: Store) -> None:
+    from desktop.selftest import run_selftest
+
+    with FakeSGLang(api_key=API_KEY, flavor="openai", strict=True) as server:
+        endpoint = Endpoint(server.url, API_KEY, context_length=16_384, stated_by="test")
+        answerer = Answerer(store, endpoint, Settings())
+        try:
+            report = run_selftest(answerer, [64_000], endpoint=server.url, seed=1)
+        finally:
+            answerer.close()
+    assert report.context_length == 16_384
+    assert [r.status for r in report.lengths] == ["skipped"]
+    assert chat_bodies(server) == []
