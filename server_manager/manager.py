@@ -197,7 +197,7 @@ class ServerManager:
         log.info("started supervisor %d for profile %s", pid, profile.name)
 
     def _start_external(self, profile: Profile) -> Connection:
-        connection = Connection(profile.endpoint, profile.api_key, profile.model_name)
+        connection = _external(profile)
         reply = probe.get(f"{connection.url}/v1/models", connection.api_key)
         if reply.status == 0:
             raise ServerUnreachable(
@@ -237,7 +237,8 @@ class ServerManager:
                     on_stage(STAGE_BY_KEY[key])
             seen = len(state.stages)
             if state.state == "ready":
-                return Connection(state.endpoint, read_api_key(self.paths), state.model)
+                engine = _engine(state.profile, self.home)
+                return Connection(state.endpoint, read_api_key(self.paths), state.model, engine)
             if state.state == "failed":
                 raise ServerFailed(state.error or "The server failed to start.")
             if not supervisor_alive(state.supervisor_pid):
@@ -491,9 +492,7 @@ def connection_for(data_dir: Path, settings: Settings | None = None) -> Connecti
                 profile = load_profile(state.profile, Path(data_dir))
                 return _external(profile)
         elif state.state == "ready" or supervisor_alive(state.supervisor_pid):
-            engine = ""
-            with contextlib.suppress(ServerManagerError):
-                engine = load_profile(state.profile, Path(data_dir)).engine
+            engine = _engine(state.profile, Path(data_dir))
             return Connection(state.endpoint, read_api_key(paths), state.model, engine)
     if settings is None:
         try:
@@ -507,6 +506,13 @@ def connection_for(data_dir: Path, settings: Settings | None = None) -> Connecti
     if profile.kind == "external":
         return _external(profile)
     return None
+
+
+def _engine(profile_name: str, data_dir: Path) -> str:
+    """The engine a managed profile runs ("" when the profile cannot be read)."""
+    with contextlib.suppress(ServerManagerError):
+        return load_profile(profile_name, data_dir).engine
+    return ""
 
 
 def _external(profile: Profile) -> Connection:
