@@ -256,8 +256,9 @@ class Answerer:
             # A stopped or failed answer is not a turn: the thread stays as it was.
             return Stored(stored.answer, stored.from_cache, thread_id=current)
         pages = question.page_range()
+        earlier = [t.id for t in question.thread.turns] if question.thread is not None else []
         thread_id = self.store.add_turn(
-            current, question.document.sha256, pages.first, pages.last, stored.answer.id
+            current, question.document.sha256, pages.first, pages.last, stored.answer.id, earlier
         )
         return Stored(stored.answer, stored.from_cache, thread_id=thread_id)
 

@@ -407,10 +407,29 @@ class Store:
         first_page: int,
         last_page: int,
         answer_id: int,
+        after: list[int] | None = None,
     ) -> int:
-        """Append a complete answer to a thread (a new one when ``thread_id`` is None)."""
+        """Append a complete answer to a thread; returns the thread's id.
+
+        ``after`` is the answer ids of the turns the answer was given after. When the thread
+        has changed since (another process followed up, or "Ask again" on an earlier turn),
+        the answer starts a new thread holding those turns and then this one, so a thread's
+        turns are always exactly what each of its answers saw. A new thread is made when
+        ``thread_id`` is None too.
+        """
         now = time.time()
+        earlier = list(after or [])
         with self._transaction() as conn:
+            if thread_id is not None:
+                current = [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT answer_id FROM thread_turns WHERE thread_id = ? ORDER BY turn",
+                        [thread_id],
+                    )
+                ]
+                if current != earlier:
+                    thread_id = None
             if thread_id is None:
                 cursor = conn.execute(
                     "INSERT INTO threads (document_sha, first_page, last_page, created_at,"
@@ -418,12 +437,15 @@ class Store:
                     [document_sha, first_page, last_page, now, now],
                 )
                 thread_id = int(cursor.lastrowid or 0)
+                conn.executemany(
+                    "INSERT INTO thread_turns (thread_id, turn, answer_id) VALUES (?, ?, ?)",
+                    [(thread_id, turn, answer) for turn, answer in enumerate(earlier)],
+                )
             else:
                 conn.execute("UPDATE threads SET updated_at = ? WHERE id = ?", [now, thread_id])
             conn.execute(
-                "INSERT INTO thread_turns (thread_id, turn, answer_id) VALUES (?,"
-                " (SELECT COALESCE(MAX(turn) + 1, 0) FROM thread_turns WHERE thread_id = ?), ?)",
-                [thread_id, thread_id, answer_id],
+                "INSERT INTO thread_turns (thread_id, turn, answer_id) VALUES (?, ?, ?)",
+                [thread_id, len(earlier), answer_id],
             )
         return thread_id
 

@@ -211,3 +211,20 @@ def test_removing_a_document_removes_its_threads(sglang: FakeSGLang, store: Stor
     assert first.thread_id is not None
     assert store.get_thread(first.thread_id) is None
     assert store.last_thread(doc.sha256) is None
+
+
+def test_an_answer_after_a_changed_thread_branches_instead_of_mixing(
+    sglang: FakeSGLang, store: Store
+) -> None:
+    doc = make_document(PAGES)
+    answerer = answerer_for(sglang, store)
+    _, a1 = ask(answerer, Question(doc, "What is the term?"))
+    snapshot = thread_of(store, a1)
+    _, a2 = ask(answerer, Question(doc, "And termination?", thread=snapshot))
+    # Someone else (another process, or "Ask again") continues from the older state.
+    _, a3 = ask(answerer, Question(doc, "And liability?", thread=snapshot))
+    assert a3.thread_id not in (None, a1.thread_id)
+    assert [t.id for t in thread_of(store, a3).turns] == [a1.answer.id, a3.answer.id]
+    assert [t.id for t in thread_of(store, a2).turns] == [a1.answer.id, a2.answer.id]
+    questions = [m["content"] for m in chat_bodies(sglang)[-1]["messages"][1:]]  # type: ignore[index]
+    assert questions == ["What is the term?", a1.answer.answer, "And liability?"]
