@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Generator
 from dataclasses import dataclass
+from typing import Any
 
 from desktop.answering.budget import Budget, plan_budget
 from desktop.answering.client import ChatClient, ModelInfo, StreamingAnswer, first_token_timeout
@@ -30,6 +31,14 @@ from desktop.answering.prompt import (
     build_messages,
     count_prompt_tokens,
     full_range,
+)
+from desktop.answering.scans import (
+    build_image_messages,
+    count_image_prompt_tokens,
+    page_images,
+    reads_images,
+    scanned_pages,
+    unread_warning,
 )
 from desktop.answering.threads import Thread, history_key, history_messages, thread_pages
 from desktop.config import Settings, data_dir
@@ -114,7 +123,7 @@ class Plan:
     question: Question
     pages: PageRange
     model: str
-    messages: list[dict[str, str]]
+    messages: list[dict[str, Any]]  # content is a string, or text and image parts
     budget: Budget
     key: AnswerKey
 
@@ -129,6 +138,7 @@ class Answerer:
         self.client = ChatClient(endpoint.url, endpoint.api_key)
         self._model: ModelInfo | None = None
         self._max_input: int | None = None
+        self._reads_images: bool | None = None
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -161,6 +171,16 @@ class Answerer:
             self._model = chosen
             self._max_input = max_input if isinstance(max_input, int) else None
         return chosen
+
+    def reads_images(self) -> bool:
+        """Whether the server's model reads images (asked once, from ``/model_info``)."""
+        with self._lock:
+            known = self._reads_images
+        if known is None:
+            known = reads_images(self.endpoint.url, self.endpoint.api_key)
+            with self._lock:
+                self._reads_images = known
+        return known
 
     def cache_key(self, question: Question, model: str, max_tokens: int) -> AnswerKey:
         """The answer-cache key for a question."""
@@ -211,15 +231,32 @@ class Answerer:
         info = self.model()
         doc = question.document
         pages = question.page_range()
-        require_text(doc, pages.first, pages.last)
         reserve = question.max_tokens or self.settings.answer_reserve
         history = question.history()
-        messages = build_messages(doc, pages, question.text, history)
-        prompt_tokens = count_prompt_tokens(doc, pages, question.text, question.thinking, history)
+        scanned = scanned_pages(doc, pages)
+        messages: list[dict[str, Any]]
+        if scanned and self.reads_images():
+            messages = build_image_messages(doc, pages, question.text, page_images(doc, scanned))
+            # A thread's earlier turns go after the document, right before the question.
+            messages[-1:-1] = history
+            prompt_tokens = count_image_prompt_tokens(messages, question.thinking)
+        else:
+            require_text(doc, pages.first, pages.last)
+            messages = list(build_messages(doc, pages, question.text, history))
+            prompt_tokens = count_prompt_tokens(
+                doc, pages, question.text, question.thinking, history
+            )
         assert info.max_model_len is not None
         budget = plan_budget(prompt_tokens, info.max_model_len, reserve, self._max_input)
+        if scanned and not self.reads_images():
+            budget.warnings.append(unread_warning(scanned, doc))
         if not budget.fits and question.thread is not None and history:
-            self._refuse_thread(question, pages, prompt_tokens, budget, reserve)
+            if scanned and self.reads_images():
+                without = [m for m in messages if not any(m is h for h in history)]
+                alone = count_image_prompt_tokens(without, question.thinking)
+            else:
+                alone = count_prompt_tokens(doc, pages, question.text, question.thinking)
+            self._refuse_thread(question, alone, prompt_tokens, budget, reserve)
         if not budget.fits:
             raise DocumentTooLarge(
                 doc.path,
@@ -232,15 +269,14 @@ class Answerer:
         return Plan(question, pages, info.id, messages, budget, key)
 
     def _refuse_thread(
-        self, question: Question, pages: PageRange, needed: int, budget: Budget, reserve: int
+        self, question: Question, alone: int, needed: int, budget: Budget, reserve: int
     ) -> None:
-        """Raise ThreadTooLong when only the earlier turns make the prompt too long."""
+        """Raise ThreadTooLong when only the earlier turns make the prompt too long
+        (``alone``: the prompt's tokens without them)."""
         assert question.thread is not None
-        doc = question.document
-        alone = count_prompt_tokens(doc, pages, question.text, question.thinking)
         if plan_budget(alone, budget.context_length, reserve, self._max_input).fits:
             raise ThreadTooLong(
-                doc.path,
+                question.document.path,
                 question.thread.id,
                 len(question.thread.turns),
                 needed,

@@ -12,9 +12,11 @@ from desktop.answering.events import AnswerDelta, Event, Sent, Stored, Usage
 from desktop.answering.prompt import PageRange
 from desktop.answering.service import Answerer, Endpoint, Question
 from desktop.config import Settings
+from desktop.documents import extract
 from desktop.errors import Cancelled, DocumentTooLarge, ThreadTooLong, UsageError
 from desktop.store.db import Store, Thread
-from tests.conftest import API_KEY, make_document
+from tests.conftest import API_KEY, CORPUS_DIR, make_document
+from tests.support.documents import scanned_pdf
 from tests.support.sglang_server import FakeSGLang
 
 PAGES = [
@@ -228,3 +230,32 @@ def test_an_answer_after_a_changed_thread_branches_instead_of_mixing(
     assert [t.id for t in thread_of(store, a2).turns] == [a1.answer.id, a2.answer.id]
     questions = [m["content"] for m in chat_bodies(sglang)[-1]["messages"][1:]]  # type: ignore[index]
     assert questions == ["What is the term?", a1.answer.answer, "And liability?"]
+
+
+def test_follow_up_on_a_document_with_scanned_pages(
+    sglang: FakeSGLang, store: Store, tmp_path: Path
+) -> None:
+    """With page images the document is the first user turn; the thread goes after it."""
+    doc = extract(scanned_pdf(tmp_path / "mixed.pdf", CORPUS_DIR))
+    answerer = answerer_for(sglang, store)
+    _, first = ask(answerer, Question(doc, "What is on page 5?"))
+    events, second = ask(answerer, Question(doc, "And page 2?", thread=thread_of(store, first)))
+    a, b = chat_bodies(sglang)
+    assert [m["role"] for m in b["messages"]] == [  # type: ignore[attr-defined]
+        "system",
+        "user",
+        "user",
+        "assistant",
+        "user",
+    ]
+    assert b["messages"][:2] == a["messages"][:2]  # type: ignore[index]
+    assert b["messages"][2:] == [  # type: ignore[index]
+        {"role": "user", "content": "What is on page 5?"},
+        {"role": "assistant", "content": first.answer.answer},
+        {"role": "user", "content": "And page 2?"},
+    ]
+    sent = next(e for e in events if isinstance(e, Sent))
+    usage = next(e for e in events if isinstance(e, Usage))
+    assert sent.prompt_tokens == usage.prompt_tokens
+    assert usage.cached_tokens is not None and usage.cached_tokens >= 0.99 * doc.tokens
+    assert second.thread_id == first.thread_id
