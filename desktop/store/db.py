@@ -468,6 +468,17 @@ class Store:
             turns = [_answer(dict(zip(columns, r, strict=True))) for r in cursor.fetchall()]
         return Thread(row[0], row[1], row[2], row[3], turns, row[4], row[5])
 
+    def thread_with_answer(self, answer_id: int) -> Thread | None:
+        """The most recently continued thread an answer is a turn of, if any."""
+        with self._lock:
+            row = self.db.execute(
+                "SELECT threads.id FROM thread_turns JOIN threads ON threads.id ="
+                " thread_turns.thread_id WHERE answer_id = ?"
+                " ORDER BY threads.updated_at DESC, threads.id DESC LIMIT 1",
+                [answer_id],
+            ).fetchone()
+        return self.get_thread(row[0]) if row else None
+
     def last_thread(self, document_sha: str) -> Thread | None:
         """The thread about a document that was added to last, if any."""
         with self._lock:

@@ -89,6 +89,7 @@ def m_threads_of_turns(db: Database) -> None:
         pk=("thread_id", "turn"),
         foreign_keys=[("thread_id", "threads", "id"), ("answer_id", "answers", "id")],
     )
+    db.table("thread_turns").create_index(["answer_id"], index_name="thread_turns_answer")
     # The digest of the earlier turns an answer was given after ("" = a first question),
     # so the same question in another conversation is never served from the cache.
     db.table("answers").add_column("history", str, not_null_default="")

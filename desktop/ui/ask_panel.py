@@ -265,6 +265,7 @@ class AskPanel(QWidget):
         if answer is not None:
             self.answer_view.show_answer(answer, len(self.document.pages))
             self.check_quotes(answer)
+            self._open_thread_at(answer)
 
     # --- budget ---------------------------------------------------------------------------
 
@@ -616,6 +617,21 @@ class AskPanel(QWidget):
             [*earlier, answer],
         )
         self._show_thread(thread)
+
+    def _open_thread_at(self, answer: StoredAnswer) -> None:
+        """An answer picked from the history: its thread up to it, so the next question
+        follows up on what is shown (after later turns, the core starts a branch)."""
+        thread = self.current_thread
+        if thread is not None and thread.turns and thread.turns[-1].id == answer.id:
+            return
+        found = self.session.store.thread_with_answer(answer.id)  # one indexed query
+        if found is None:
+            return  # not a turn (stopped or failed): the conversation stays as it was
+        ids = [t.id for t in found.turns]
+        turns = found.turns[: ids.index(answer.id) + 1]
+        self._show_thread(
+            Thread(found.id, found.document_sha, found.first_page, found.last_page, turns)
+        )
 
     def _rewind_thread(self, answer: StoredAnswer) -> None:
         """Ask again: after the same earlier turns as ``answer`` (the core then branches a

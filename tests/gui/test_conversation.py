@@ -157,3 +157,27 @@ def test_ask_again_on_a_follow_up_asks_after_the_same_earlier_turns(
     kept = store.get_thread(original)
     assert kept is not None and [t.id for t in kept.turns] == [first.id, second.id]
     assert "What is this document about?" in panel.thread_view.toPlainText()
+
+
+def test_an_answer_picked_from_the_history_is_followed_up(
+    qtbot: QtBot, window: MainWindow, sglang: FakeSGLang, store: Store
+) -> None:
+    panel = window.ask_panel
+    open_document(window, qtbot, FOUR_PAGES)
+    wait_ready(window, qtbot)
+    first = ask(window, qtbot, "What is this document about?")
+    ask(window, qtbot, "Which page says so?")
+    qtbot.mouseClick(panel.new_thread_button, Qt.MouseButton.LeftButton)
+    ask(window, qtbot, "Who wrote it?")
+    qtbot.waitUntil(lambda: panel.history_list.count() == 3)
+    # The oldest answer (last row: newest first): its thread up to it, shown and followed.
+    item = panel.history_list.item(2)
+    rect = panel.history_list.visualItemRect(item)
+    qtbot.mouseClick(panel.history_list.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert isinstance(first, StoredAnswer)
+    assert panel.answer_view.question_label.text() == "What is this document about?"
+    assert panel.current_thread is not None
+    assert [t.id for t in panel.current_thread.turns] == [first.id]
+    assert not panel.thread_view.isVisible()
+    ask(window, qtbot, "Say more.")
+    assert user_questions(sglang) == ["What is this document about?", "Say more."]
