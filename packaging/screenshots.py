@@ -4,7 +4,8 @@
 
 (or ``make screenshots``; under Xvfb, drop QT_QPA_PLATFORM). Uses a temporary
 LONGDOC_HOME, so your own library and settings are untouched. Writes: 01-empty,
-02-document, 03-streaming, 04-cached, 05-over-budget, 06-server, 07-settings (.png).
+02-document, 03-streaming, 04-cached, 05-over-budget, 06-server, 07-settings, 08-thread
+(.png).
 """
 
 from __future__ import annotations
@@ -114,10 +115,20 @@ def main() -> int:
         shoot(window, out, "03-streaming")
         spin(lambda: not panel.busy, 60)
 
+        panel.new_thread()  # the same words in the same thread would be a follow-up
         panel.question_edit.setPlainText("What does the book cover, and for whom?")
         panel.ask()
         spin(lambda: not panel.busy, 30)
         shoot(window, out, "04-cached")
+
+        # A thread of three questions: the earlier turns above the current answer.
+        server.behaviour.update(answer_text=None, token_delay_s=0, reasoning_tokens=None)
+        for follow_up in ("Which chapter defines compactness?", "And where is it used later?"):
+            panel.question_edit.setPlainText(follow_up)
+            panel.ask()
+            spin(lambda: not panel.busy, 30)
+        spin(lambda: False, 0.3)
+        shoot(window, out, "08-thread")
 
         window.show_server_panel()
         assert window.server_panel is not None
