@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sqlite_utils
+from sqlite_utils.migrations import Migrations
 
 from desktop.answering.events import AnswerDelta, Event, Sent, Stored, Usage
 from desktop.answering.prompt import PageRange
@@ -14,7 +17,8 @@ from desktop.answering.service import Answerer, Endpoint, Question
 from desktop.config import Settings
 from desktop.documents import extract
 from desktop.errors import Cancelled, DocumentTooLarge, ThreadTooLong, UsageError
-from desktop.store.db import Store, Thread
+from desktop.store.db import AnswerKey, Store, Thread
+from desktop.store.migrations import m001_documents_and_answers
 from tests.conftest import API_KEY, CORPUS_DIR, make_document
 from tests.support.documents import scanned_pdf
 from tests.support.sglang_server import FakeSGLang
@@ -259,3 +263,38 @@ def test_follow_up_on_a_document_with_scanned_pages(
     assert sent.prompt_tokens == usage.prompt_tokens
     assert usage.cached_tokens is not None and usage.cached_tokens >= 0.99 * doc.tokens
     assert second.thread_id == first.thread_id
+
+
+def test_answers_stored_before_threads_existed_stay_cache_hits(tmp_path: Path) -> None:
+    """Upgrading a database: old answers are first questions (no earlier turns)."""
+    path = tmp_path / "old.db"
+    old = sqlite_utils.Database(path)
+    first_only = Migrations("longdoc")
+    first_only()(m001_documents_and_answers)
+    first_only.apply(old)
+    key = AnswerKey("sha", "What is the term?", "m", "1", True, 1, 5, 16_384)
+    old.table("answers").insert(
+        {
+            "document_sha": key.document_sha,
+            "question": key.question,
+            "question_norm": key.normalized_question,
+            "model": key.model,
+            "prompt_version": key.prompt_version,
+            "thinking": 1,
+            "first_page": 1,
+            "last_page": 5,
+            "max_tokens": key.max_tokens,
+            "answer": "24 months [p. 2].",
+            "reasoning": "",
+            "status": "complete",
+            "created_at": 1.0,
+            "extra": "{}",
+        }
+    )
+    old.close()
+    store = Store(path)
+    found = store.find_answer(key)
+    assert found is not None and found.answer == "24 months [p. 2]."
+    follow_up = dataclasses.replace(key, history="digest of earlier turns")
+    assert store.find_answer(follow_up) is None
+    store.close()
