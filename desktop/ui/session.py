@@ -29,6 +29,7 @@ class BudgetView:
     document_tokens: int
     pages: PageRange
     page_count: int
+    thread_tokens: int = 0  # a thread's earlier turns, part of the prompt
 
 
 class Session:
@@ -91,7 +92,10 @@ class Session:
         full = PageRange(1, max(len(doc.pages), 1))
         overhead = count_prompt_tokens(doc, full, question or "?", thinking, history) - doc.tokens
         doc_tokens = max(0, min(prompt - overhead, prompt))
-        return BudgetView(budget, doc_tokens, selected, len(doc.pages))
+        thread = 0
+        if history:
+            thread = prompt - count_prompt_tokens(doc, selected, question or "?", thinking)
+        return BudgetView(budget, doc_tokens, selected, len(doc.pages), thread)
 
     # --- prefill throughput, for the waiting estimate ----------------------------------
 

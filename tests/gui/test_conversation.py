@@ -51,6 +51,8 @@ def test_follow_up_shows_the_conversation_and_new_thread_starts_afresh(
     assert "Which page says so?" not in earlier
     assert panel.answer_view.question_label.text() == "Which page says so?"
     assert panel.answer_view.browser.toPlainText().startswith("The document has 4 pages.")
+    # The budget counts the earlier turns, and says so.
+    qtbot.waitUntil(lambda: "+ earlier turns " in panel.budget_bar.label.text(), timeout=10_000)
 
     # New thread (the button): nothing of the conversation is shown or sent any more.
     qtbot.mouseClick(panel.new_thread_button, Qt.MouseButton.LeftButton)
@@ -126,8 +128,15 @@ def test_a_thread_that_no_longer_fits_offers_a_new_thread(
         assert "never dropped" in notice
         button = panel.answer_view.notice_button
         assert button.isVisible() and button.text() == "New thread"
+        # The budget bar says the same, in numbers, without suggesting a page range.
+        bar = panel.budget_bar
+        qtbot.waitUntil(lambda: "thread no longer fits" in bar.label.text(), timeout=10_000)
+        assert "Start a new thread" in bar.label.text()
+        assert "page range" not in bar.label.text()
         qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
         assert panel.current_thread is None
+        qtbot.waitUntil(lambda: "earlier turns" not in bar.label.text(), timeout=10_000)
+        assert bar.label.text().startswith("Document ")
         answered = ask(window, qtbot, "And more?")
         assert isinstance(answered, StoredAnswer) and answered.status == "complete"
         assert user_questions(server) == ["And more?"]
