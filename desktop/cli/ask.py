@@ -277,6 +277,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 sys.stdout.write("\n")
             sys.stdout.write(flag_quotes(checks, doc))
             sys.stdout.flush()
+            if final.thread_id is not None:
+                print(
+                    f"(thread {final.thread_id}: --follow-up asks a follow-up question)",
+                    file=sys.stderr,
+                )
         answerer.close()
     finally:
         store.close()

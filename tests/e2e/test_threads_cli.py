@@ -82,6 +82,7 @@ def test_follow_up_continues_the_thread_and_new_asks_start_one(
     third = ask(sglang, home, doc, "And why?", "--thread", str(first["thread_id"]))
     assert third.returncode == 0, third.stderr
     assert f"Follow-up in thread {first['thread_id']} (turn 3)" in third.stderr
+    assert f"(thread {first['thread_id']}: --follow-up asks a follow-up question)" in third.stderr
     questions = [m["content"] for m in chats(sglang)[-1]["messages"] if m["role"] == "user"]
     assert questions == ["What is this about?", "Which page says so?", "And why?"]
 
