@@ -8,6 +8,7 @@ only looks at that endpoint's ``/health``, ``/v1/models`` and ``/metrics``.
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import replace
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
@@ -231,6 +232,12 @@ class ServerIndicator(QLabel):
         super().mousePressEvent(event)
 
 
+class _SelftestRelay(QObject):
+    """Selftest progress lines from the worker thread to the panel (queued signal)."""
+
+    line_posted = Signal(str)
+
+
 class ServerPanel(QDialog):
     """Start, stop, restart, profile, live log, GPU and cache figures."""
 
@@ -300,6 +307,19 @@ class ServerPanel(QDialog):
         figures.addRow("Requests:", self.requests_label)
         figures.addRow("Generation:", self.throughput_label)
         figures.addRow("Restarts:", self.restarts_label)
+        self.selftest_label = QLabel()
+        self.selftest_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.selftest_label.setWordWrap(True)
+        self.selftest_button = QPushButton("Run selftest")
+        self.selftest_button.setToolTip(
+            "Plant facts at five depths of 8K to 250K-token documents and ask for them: "
+            "shows whether the server really reads whole long documents (minutes on a GPU)"
+        )
+        self.selftest_button.clicked.connect(lambda: self.run_selftest())
+        selftest_row = QHBoxLayout()
+        selftest_row.addWidget(self.selftest_label, 1)
+        selftest_row.addWidget(self.selftest_button)
+        figures.addRow("Long-context test:", selftest_row)
         figures_box = QGroupBox("Server")
         figures_box.setLayout(figures)
 
@@ -345,6 +365,11 @@ class ServerPanel(QDialog):
         monitor.status_changed.connect(self._on_monitor_status_changed)
         self._fill_profiles()
         self._show(monitor.status)
+        self._selftest_task: tasks.Task[object] | None = None
+        self._selftest_cancel = threading.Event()
+        self._selftest_relay = _SelftestRelay()
+        self._selftest_relay.line_posted.connect(self._on_selftest_line_posted)
+        self._show_last_selftest()
 
     # --- showing ------------------------------------------------------------------------
 
@@ -486,6 +511,55 @@ class ServerPanel(QDialog):
         self.log_view.appendPlainText("\n".join(line.rstrip("\n") for line in lines))
         if follow:
             bar.setValue(bar.maximum())
+
+    # --- long-context selftest -------------------------------------------------------------
+
+    def _show_last_selftest(self) -> None:
+        from desktop.selftest import load_reports, summary
+
+        runs = load_reports(data_dir())
+        self.selftest_label.setText(summary(runs[-1]) if runs else "Not run yet.")
+
+    def run_selftest(self, lengths: tuple[int, ...] | None = None) -> None:
+        """Run ``longdoc server selftest`` against this server; pressing again stops it."""
+        if self._selftest_task is not None and not self._selftest_task.done:
+            self._selftest_cancel.set()
+            self.selftest_button.setEnabled(False)
+            return
+        from desktop.selftest import DEFAULT_LENGTHS, run_for_settings
+
+        settings = self.monitor.settings
+        home = data_dir()
+        cancel = self._selftest_cancel = threading.Event()
+        relay = self._selftest_relay
+
+        def done(_report: object) -> None:
+            self.selftest_button.setText("Run selftest")
+            self.selftest_button.setEnabled(True)
+            self._show_last_selftest()
+
+        def failed(exc: BaseException) -> None:
+            done(None)
+            self.selftest_label.setText(f"Selftest stopped: {messages.describe(exc)}")
+
+        self.selftest_button.setText("Stop selftest")
+        self.selftest_label.setText("Starting…")
+        self._selftest_task = tasks.run_call(
+            lambda: run_for_settings(
+                settings,
+                home,
+                lengths or DEFAULT_LENGTHS,
+                progress=relay.line_posted.emit,
+                cancel=cancel,
+            ),
+            success=done,
+            failure=failed,
+            name="selftest",
+        )
+
+    @Slot(str)
+    def _on_selftest_line_posted(self, line: str) -> None:
+        self.selftest_label.setText(line)
 
     # --- actions --------------------------------------------------------------------------
 

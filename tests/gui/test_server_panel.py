@@ -50,3 +50,24 @@ def test_restart_is_disabled_while_the_managed_server_is_stopped(
     assert panel.start_button.isEnabled()
     assert not panel.stop_button.isEnabled()
     assert not panel.restart_button.isEnabled()
+
+
+def test_selftest_runs_from_the_panel_and_its_result_stays_shown(
+    window: MainWindow, qtbot: QtBot, sglang: FakeSGLang
+) -> None:
+    sglang.behaviour.update(needle_horizon=0.6)  # a server that misses late needles
+    window.show_server_panel()
+    panel = window.server_panel
+    assert panel is not None
+    assert panel.selftest_label.text() == "Not run yet."
+    panel.run_selftest((8_000,))
+    assert panel.selftest_button.text() == "Stop selftest"
+    qtbot.waitUntil(lambda: panel.selftest_button.text() == "Run selftest", timeout=120_000)
+    assert "recall lost" in panel.selftest_label.text()
+    assert "8k 60%" in panel.selftest_label.text()
+    # A new panel (e.g. after a restart of the app) shows the stored result with its date.
+    panel.close()
+    window.server_panel = None
+    window.show_server_panel()
+    assert window.server_panel is not None
+    assert window.server_panel.selftest_label.text().startswith("Selftest 20")
