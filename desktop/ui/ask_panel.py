@@ -354,7 +354,11 @@ class AskPanel(QWidget):
         if pages is None or self.document is None:
             self.pages_hint.clear()
         else:
-            self.pages_hint.setText(pages.describe(len(self.document.pages)))
+            hint = pages.describe(len(self.document.pages))
+            thread = self.current_thread
+            if thread is not None and thread.turns and not self._thread_covers(thread, pages):
+                hint += ": not this thread's pages; start a New thread to ask about them"
+            self.pages_hint.setText(hint)
         self._schedule_budget()
 
     # --- asking ---------------------------------------------------------------------------

@@ -53,6 +53,15 @@ def test_follow_up_shows_the_conversation_and_new_thread_starts_afresh(
     assert panel.answer_view.browser.toPlainText().startswith("The document has 4 pages.")
     # The budget counts the earlier turns, and says so.
     qtbot.waitUntil(lambda: "+ earlier turns " in panel.budget_bar.label.text(), timeout=10_000)
+    # Other pages belong to another thread: said at once, and nothing is sent.
+    sent = len([r for r in sglang.requests if r.path.endswith("/chat/completions")])
+    panel.pages_edit.setText("1-2")
+    assert "start a New thread" in panel.pages_hint.text()
+    panel.question_edit.setPlainText("And on pages 1-2?")
+    assert not panel.ask()
+    assert "start a new thread" in panel.answer_view.notice_label.text()
+    assert len([r for r in sglang.requests if r.path.endswith("/chat/completions")]) == sent
+    panel.pages_edit.clear()
 
     # New thread (the button): nothing of the conversation is shown or sent any more.
     qtbot.mouseClick(panel.new_thread_button, Qt.MouseButton.LeftButton)
