@@ -8,6 +8,7 @@ from __future__ import annotations
 import statistics
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from desktop.answering import prefill
@@ -28,6 +29,7 @@ class BudgetView:
     document_tokens: int
     pages: PageRange
     page_count: int
+    thread_tokens: int = 0  # a thread's earlier turns, part of the prompt
 
 
 class Session:
@@ -73,18 +75,29 @@ class Session:
         return limits
 
     def budget(
-        self, doc: Document, pages: PageRange | None, question: str, thinking: bool
+        self,
+        doc: Document,
+        pages: PageRange | None,
+        question: str,
+        thinking: bool,
+        history: Sequence[dict[str, str]] = (),
     ) -> BudgetView:
-        """The exact prompt size against the server's limits (network + tokenizing)."""
+        """The exact prompt size against the server's limits (network + tokenizing).
+
+        ``history``: a thread's earlier turns, part of the prompt after the document."""
         answerer = self.answerer()
         limits = answerer.limits()
         selected = pages or PageRange(1, max(len(doc.pages), 1))
         # The count the CLI's budget uses; an empty question counts as the library's.
-        _, prompt = answerer.prompt(doc, selected, question, thinking)
+        _, prompt = answerer.prompt(doc, selected, question, thinking, list(history))
         budget = plan_budget(prompt, limits, self.settings.answer_reserve)
+        thread = 0
+        if history:
+            _, alone = answerer.prompt(doc, selected, question, thinking)
+            thread = prompt - alone
         # Instructions and question add the same tokens to any range's document block.
-        doc_tokens = max(0, prompt - prompt_overhead(question, thinking))
-        return BudgetView(budget, doc_tokens, selected, len(doc.pages))
+        doc_tokens = max(0, prompt - thread - prompt_overhead(question, thinking))
+        return BudgetView(budget, doc_tokens, selected, len(doc.pages), thread)
 
     # --- prefill throughput, for the waiting estimate ----------------------------------
 
