@@ -16,7 +16,13 @@ from pathlib import Path
 
 from desktop.answering.events import Sent, Stored
 from desktop.answering.service import Answerer, Question
-from desktop.errors import Cancelled, DocumentError, LongdocError, ServerUnavailable
+from desktop.errors import (
+    Cancelled,
+    DocumentError,
+    LongdocError,
+    ServerUnavailable,
+    plural,
+)
 from desktop.library import open_document
 from desktop.store.db import Store
 
@@ -66,7 +72,7 @@ class BatchReport:
                 lines += [
                     f"## {item.title or Path(item.path).name}",
                     "",
-                    f"`{item.path}`: {item.pages} pages, {item.tokens:,} tokens, "
+                    f"`{item.path}`: {plural(item.pages, 'page')}, {plural(item.tokens, 'token')}, "
                     f"model {item.model}",
                     "",
                     item.summary.strip(),

@@ -7,22 +7,22 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from desktop.answering.citations import PageIndex, QuoteStatus, check_answer_quotes
-from desktop.answering.events import (
-    AnswerDelta,
-    Finished,
-    ReasoningDelta,
-    Sent,
-    Stored,
+from desktop.errors import (
+    COMMON_EXIT_CODES,
+    EXIT_DOCUMENT,
+    EXIT_REQUEST_FAILED,
+    EXIT_SERVER_UNAVAILABLE,
+    UsageError,
+    display_path,
 )
-from desktop.answering.prompt import PageRange
-from desktop.answering.service import Answerer, Question, resolve_endpoint
-from desktop.cli.common import open_store, settings_from, warn
-from desktop.documents.model import Document
-from desktop.errors import UsageError
-from desktop.library import open_document
+
+if TYPE_CHECKING:
+    from desktop.answering.service import Answerer, Question
+    from desktop.documents.model import Document
+
+EXIT_CODES = (*COMMON_EXIT_CODES, EXIT_DOCUMENT, EXIT_SERVER_UNAVAILABLE, EXIT_REQUEST_FAILED)
 
 DIM = "\x1b[2m"
 RESET = "\x1b[0m"
@@ -57,7 +57,7 @@ def register(sub: Any) -> None:
     p.add_argument("--api-key", metavar="KEY", help="API key for the server")
     p.add_argument(
         "--max-tokens",
-        type=int,
+        type=token_count,
         metavar="N",
         help="answer reserve in tokens (default 16384; shrinks to 2048 if needed)",
     )
@@ -68,6 +68,19 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print one JSON object at the end")
     p.set_defaults(func=cmd_ask)
+
+
+def token_count(text: str) -> int:
+    """An argparse type: a whole number of tokens from 1 to config.MAX_TOKENS."""
+    from desktop.config import MAX_TOKENS
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= MAX_TOKENS:
+        raise argparse.ArgumentTypeError(f"{value:,} is not between 1 and {MAX_TOKENS:,}")
+    return value
 
 
 def _ago(created: float) -> str:
@@ -81,6 +94,8 @@ def _ago(created: float) -> str:
 
 def check_tokens(answerer: Answerer, question: Question) -> None:
     """Print the local and the server's prompt token counts; warn when they differ."""
+    from desktop.cli.common import warn
+
     plan = answerer.plan(question)
     local = plan.budget.prompt_tokens
     remote = answerer.confirm_tokens(plan)
@@ -101,6 +116,9 @@ def check_tokens(answerer: Answerer, question: Question) -> None:
 
 def report_quotes(answer: str, doc: Document, question: str) -> None:
     """One stderr line per quote that is not on the page it cites."""
+    from desktop.answering.citations import PageIndex, QuoteStatus, check_answer_quotes
+    from desktop.cli.common import warn
+
     for check in check_answer_quotes(answer, question, PageIndex(doc.pages)):
         if check.status is QuoteStatus.VERIFIED:
             continue
@@ -114,9 +132,14 @@ def report_quotes(answer: str, doc: Document, question: str) -> None:
 
 def cmd_ask(args: argparse.Namespace) -> int:
     """Ask, stream, store; print JSON at the end with --json."""
+    from desktop.answering.events import AnswerDelta, Finished, ReasoningDelta, Sent, Stored
+    from desktop.answering.prompt import PageRange
+    from desktop.answering.service import Answerer, Question, resolve_endpoint
+    from desktop.cli.common import open_store, settings_from, warn
+    from desktop.cli.ingest import json_path
+    from desktop.library import open_document
+
     settings = settings_from(args)
-    if args.max_tokens is not None and args.max_tokens < 1:
-        raise UsageError("--max-tokens must be a positive number")
     thinking = settings.thinking if args.thinking is None else args.thinking
     store = open_store()
     try:
@@ -126,7 +149,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             try:
                 pages = PageRange.parse(args.pages, len(doc.pages))
             except ValueError as exc:
-                raise UsageError(f"{args.path}: {exc}") from None
+                raise UsageError(f"{display_path(args.path)}: {exc}") from None
         answerer = Answerer(store, resolve_endpoint(settings), settings)
         question = Question(doc, args.question, pages, thinking, not args.no_cache, args.max_tokens)
         if args.check_tokens:
@@ -142,9 +165,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
                     for warning in event.warnings:
                         warn(warning)
                     if (event.first_page, event.last_page) != (1, event.page_count):
+                        which = (
+                            f"page {event.first_page}"
+                            if event.first_page == event.last_page
+                            else f"pages {event.first_page}-{event.last_page}"
+                        )
                         print(
-                            f"(Answering about pages {event.first_page}-{event.last_page} "
-                            f"of {event.page_count} only.)",
+                            f"(Answering about {which} of {event.page_count} only.)",
                             file=sys.stderr,
                         )
                 elif isinstance(event, ReasoningDelta) and not args.json:
@@ -185,7 +212,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 json.dumps(
                     {
                         "document": {
-                            "path": str(args.path),
+                            "path": json_path(args.path),
                             "sha256": doc.sha256,
                             "title": doc.title,
                             "pages": len(doc.pages),

@@ -10,8 +10,22 @@ from typing import Any
 from desktop.answering.service import Answerer, resolve_endpoint
 from desktop.batch import SUMMARY_QUESTION, BatchItem, summarize
 from desktop.cli.common import open_store, settings_from
-from desktop.errors import EXIT_DOCUMENT, StorageError, UsageError
+from desktop.errors import (
+    COMMON_EXIT_CODES,
+    EXIT_BATCH_PARTIAL,
+    EXIT_REQUEST_FAILED,
+    EXIT_SERVER_UNAVAILABLE,
+    StorageError,
+    UsageError,
+)
 from desktop.library import expand_paths
+
+EXIT_CODES = (
+    *COMMON_EXIT_CODES,
+    EXIT_SERVER_UNAVAILABLE,
+    EXIT_REQUEST_FAILED,
+    EXIT_BATCH_PARTIAL,
+)
 
 
 def register(sub: Any) -> None:
@@ -73,7 +87,8 @@ def cmd_summarize(args: argparse.Namespace) -> int:
     finally:
         answerer.close()
         store.close()
-    text = report.to_json() if args.out and args.out.suffix == ".json" else report.to_markdown()
+    as_json = args.out is not None and args.out.suffix.lower() == ".json"
+    text = report.to_json() if as_json else report.to_markdown()
     if args.out:
         try:
             args.out.write_text(text, encoding="utf-8")
@@ -83,4 +98,4 @@ def cmd_summarize(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     counts = report.counts()
-    return EXIT_DOCUMENT if counts.get("skipped") or counts.get("failed") else 0
+    return EXIT_BATCH_PARTIAL if counts.get("skipped") or counts.get("failed") else 0

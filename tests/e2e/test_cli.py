@@ -16,20 +16,36 @@ from desktop.store.db import Store
 from tests.conftest import API_KEY, CORPUS_DIR
 from tests.support.sglang_server import FakeSGLang
 
-LONGDOC = Path(sys.executable).parent / "longdoc"
+ROOT = Path(__file__).resolve().parents[2]
+# The real program from this tree (the installed `longdoc` script may point at another).
+LONGDOC = [sys.executable, "-m", "desktop.cli.main"]
 GEOTOPO = CORPUS_DIR / "009-pdflatex-geotopo" / "GeoTopo-komprimiert.pdf"
 FOUR_PAGES = CORPUS_DIR / "004-pdflatex-4-pages" / "pdflatex-4-pages.pdf"
 
 
-def longdoc(
-    *args: str, home: Path, timeout: float = 120, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    environment = {**os.environ, "LONGDOC_HOME": str(home), **(env or {})}
+def environment(home: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a ``longdoc`` process: this tree's code, this data directory."""
+    result = {**os.environ, "LONGDOC_HOME": str(home), "PYTHONPATH": str(ROOT), **(env or {})}
     for var in ("LONGDOC_ENDPOINT", "LONGDOC_MODEL", "LONGDOC_API_KEY"):
         if not env or var not in env:
-            environment.pop(var, None)
+            result.pop(var, None)
+    return result
+
+
+def longdoc(
+    *args: str,
+    home: Path,
+    timeout: float = 120,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(LONGDOC), *args], capture_output=True, text=True, timeout=timeout, env=environment
+        [*LONGDOC, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=environment(home, env),
+        cwd=cwd,
     )
 
 
@@ -124,7 +140,9 @@ def test_ingest_again_reuses_the_extraction(home: Path, tmp_path: Path) -> None:
 def test_ingest_missing_file(home: Path) -> None:
     result = longdoc("ingest", "/nonexistent/contract.pdf", home=home)
     assert result.returncode == 3
-    assert assert_one_error_line(result.stderr) == "Error: /nonexistent/contract.pdf: no such file"
+    assert assert_one_error_line(result.stderr) == (
+        "Error: /nonexistent/contract.pdf: the file does not exist"
+    )
 
 
 # --- ask ------------------------------------------------------------------------------
@@ -248,10 +266,9 @@ def test_environment_endpoint(sglang: FakeSGLang, home: Path) -> None:
 
 def test_interrupt_exit_130_and_incomplete_answer(sglang: FakeSGLang, home: Path) -> None:
     sglang.behaviour.update(token_delay_s=0.05, answer_tokens=2000)
-    environment = {**os.environ, "LONGDOC_HOME": str(home)}
     proc = subprocess.Popen(
         [
-            str(LONGDOC),
+            *LONGDOC,
             "ask",
             str(FOUR_PAGES),
             "Slow?",
@@ -263,7 +280,7 @@ def test_interrupt_exit_130_and_incomplete_answer(sglang: FakeSGLang, home: Path
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=environment,
+        env=environment(home),
     )
     assert proc.stdout is not None
     proc.stdout.read(40)  # the answer is streaming
@@ -312,7 +329,7 @@ def test_scanned_pdf_ingests_but_ask_refuses(sglang: FakeSGLang, home: Path) -> 
 def test_every_command_is_documented_in_the_readme() -> None:
     from desktop.cli.main import build_parser
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
     names = sorted(sub.choices)  # type: ignore[arg-type]
@@ -332,10 +349,9 @@ def test_unwritable_data_directory_exit_1(tmp_path: Path) -> None:
 def test_gui_without_a_display_says_so(home: Path) -> None:
     env = {
         k: v
-        for k, v in os.environ.items()
+        for k, v in environment(home).items()
         if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")
     }
-    env["LONGDOC_HOME"] = str(home)
-    result = subprocess.run([str(LONGDOC)], capture_output=True, text=True, timeout=60, env=env)
+    result = subprocess.run([*LONGDOC], capture_output=True, text=True, timeout=60, env=env)
     assert result.returncode == 2
     assert "no display" in assert_one_error_line(result.stderr)

@@ -26,7 +26,7 @@ def test_summarize_folder_resumes_and_reports(
     out = tmp_path / "report.md"
     args = ["summarize", str(folder), "--endpoint", sglang.url, "--api-key", API_KEY]
     first = longdoc(*args, "--out", str(out), home=home)
-    assert first.returncode == 3  # the encrypted one is skipped, the rest summarized
+    assert first.returncode == 6  # the encrypted one is skipped, the rest summarized
     report = out.read_text()
     assert report.count("\n## ") == 4  # three summaries + "Not summarized"
     assert "libreoffice-writer-password.pdf`: the PDF is encrypted" in report
@@ -38,4 +38,4 @@ def test_summarize_folder_resumes_and_reports(
     data = json.loads((tmp_path / "report.json").read_text())
     assert [i["status"] for i in data["items"]].count("cached") == 3
     assert chats(sglang) == asked
-    assert again.returncode == 3
+    assert again.returncode == 6
