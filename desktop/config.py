@@ -9,12 +9,9 @@ import dataclasses
 import os
 import stat
 import sys
-import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
-
-import platformdirs
 
 from desktop.errors import ConfigError, StorageError, display_path
 
@@ -37,7 +34,12 @@ def data_dir() -> Path:
     with one notice on stderr (documents and answers are confidential).
     """
     home = os.environ.get("LONGDOC_HOME")
-    path = Path(home).expanduser() if home else Path(platformdirs.user_data_dir("longdoc", False))
+    if home:
+        path = Path(home).expanduser()
+    else:
+        import platformdirs
+
+        path = Path(platformdirs.user_data_dir("longdoc", False))
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
         make_private(path)
@@ -187,6 +189,8 @@ def load_settings(path: Path | None = None, *, env: bool = True) -> Settings:
     }
     text = _read_config(path)
     if text is not None:
+        import tomllib
+
         try:
             raw = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:

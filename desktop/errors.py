@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import textwrap
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 # --- the exit-code table ------------------------------------------------------------------
 # The ONE list of exit codes: `longdoc --help` and every command's help are rendered from
@@ -28,8 +28,7 @@ EXIT_DOCTOR_PROBLEMS = 7
 EXIT_INTERRUPTED = 130
 
 
-@dataclass(frozen=True)
-class ExitCode:
+class ExitCode(NamedTuple):
     """One row of the exit-code table."""
 
     code: int

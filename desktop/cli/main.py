@@ -101,11 +101,19 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _interrupted_at_start(signum: int, frame: FrameType | None) -> None:
-    # Ctrl-C while modules are still being imported: nothing is stored yet, and an
-    # import broken off half-way would print a traceback from deep inside a library.
-    os.write(2, b"Error: interrupted.\n")
-    os._exit(130)
+def _on_sigint(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C: a KeyboardInterrupt, except inside an import, where it ends the process.
+
+    A KeyboardInterrupt raised while a module is being imported surfaces as a traceback
+    from deep inside a library (or as a RuntimeError from class creation); nothing is
+    stored yet at that point, so one line and exit 130 is all there is to do.
+    """
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            os.write(2, b"Error: interrupted.\n")
+            os._exit(130)
+        frame = frame.f_back
+    raise KeyboardInterrupt
 
 
 def _set_sigint(handler: object) -> None:
@@ -116,7 +124,7 @@ def _set_sigint(handler: object) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse, dispatch, turn expected failures into one line and an exit code."""
-    _set_sigint(_interrupted_at_start)
+    _set_sigint(_on_sigint)
     # File names that are not UTF-8 reach us as surrogates; print them escaped, not crash.
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
@@ -127,8 +135,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.umask(0o077)
     words = list(sys.argv[1:] if argv is None else argv)
 
-    import logging
-
     from desktop.errors import EXIT_INTERRUPTED, LongdocError, one_line
 
     try:
@@ -137,12 +143,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             words = ["gui", *words]
             args = build_parser(words).parse_args(words)
-        logging.basicConfig(
-            level=logging.DEBUG if args.verbose else logging.WARNING,
-            format="%(name)s: %(message)s",
-        )
-        # From here on Ctrl-C is a KeyboardInterrupt again, so `ask` can store a partial answer.
-        _set_sigint(signal.default_int_handler)
+        if args.verbose:
+            # Without -v, warnings still reach stderr through logging's last-resort handler.
+            import logging
+
+            logging.basicConfig(level=logging.DEBUG, format="%(name)s: %(message)s")
         code: int = args.func(args)
         return code
     except LongdocError as exc:

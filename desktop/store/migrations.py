@@ -13,7 +13,6 @@ imported), and migrations run under ``BEGIN IMMEDIATE``, which takes the write l
 
 from __future__ import annotations
 
-import datetime
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -141,6 +140,8 @@ class Migrations:
         )
 
     def _record(self, conn: sqlite3.Connection, name: str) -> None:
+        import datetime
+
         conn.execute(
             f"INSERT OR IGNORE INTO {self.table} (migration_set, name, applied_at)"
             " VALUES (?, ?, ?)",
