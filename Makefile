@@ -23,6 +23,7 @@ pytest: $(VENV)/.test-installed
 bench: $(VENV)/.test-installed
 	$(BIN)/python bench/bench_startup.py
 	$(BIN)/python bench/bench_ingest.py
+	$(BIN)/python bench/bench_quotes.py
 	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_ui_stream.py
 
 screenshots: $(VENV)/.test-installed
