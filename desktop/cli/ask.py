@@ -65,7 +65,8 @@ def register(sub: Any) -> None:
         "--max-tokens",
         type=token_count,
         metavar="N",
-        help="answer reserve in tokens (default 16384; shrinks to 2048 if needed)",
+        help="the longest answer, in tokens, which is also the room kept for it in the "
+        "context (default: answer_reserve, 16384; shrinks to 2048 if the pages need it)",
     )
     p.add_argument(
         "--check-tokens",

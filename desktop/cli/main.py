@@ -43,7 +43,7 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 DESCRIPTION = (
-    "Ask questions about whole long documents with a local Qwen3.5 served by SGLang. "
+    "Ask questions about whole long documents with a local Qwen3.5 served by SGLang.\n"
     "With no command, opens the desktop app."
 )
 

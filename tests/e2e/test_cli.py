@@ -17,6 +17,7 @@ import pytest
 from desktop.documents.ingest import NOT_REGULAR
 from desktop.store.db import Store
 from tests.conftest import API_KEY, CORPUS_DIR, make_document
+from tests.e2e.conftest import ProfileMaker
 from tests.support.sglang_server import FakeSGLang
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -515,6 +516,25 @@ def test_an_open_data_directory_is_tightened_once_with_one_notice(tmp_path: Path
     assert all(m & 0o077 == 0 for m in modes(home).values()), modes(home)
     again = longdoc("ingest", str(FOUR_PAGES), home=home)
     assert "Notice" not in again.stderr
+
+
+@pytest.mark.slow
+def test_server_state_logs_and_key_are_owner_only(
+    managed_home: Path, native_profile: ProfileMaker
+) -> None:
+    native_profile()
+    old = os.umask(0o022)
+    try:
+        started = longdoc("server", "start", "--profile", "native-test", home=managed_home)
+    finally:
+        os.umask(old)
+    assert started.returncode == 0, started.stderr
+    files = [p for p in (managed_home / "server").rglob("*") if p.is_file()]
+    assert {p.name for p in files} >= {"state.json", "api_key"}
+    assert any(p.suffix == ".log" for p in files), files
+    found = modes(managed_home / "server")  # profiles/ is the test's own
+    assert all(m & 0o077 == 0 for m in found.values()), found
+    assert longdoc("server", "stop", home=managed_home).returncode == 0
 
 
 # --- many processes on a brand-new data directory ------------------------------------
