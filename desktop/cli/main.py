@@ -94,7 +94,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         module = importlib.import_module(command.module)
         module.register(sub)
         sp = sub.choices[command.name]
-        sp.epilog = exit_codes_help(module.EXIT_CODES)
+        sp.epilog = exit_codes_help(getattr(module, "EXIT_CODES", None))
         sp.formatter_class = argparse.RawDescriptionHelpFormatter
         if not sp.description:
             sp.description = command.help
