@@ -23,7 +23,7 @@ EXIT_USAGE = 2
 EXIT_DOCUMENT = 3
 EXIT_SERVER_UNAVAILABLE = 4
 EXIT_REQUEST_FAILED = 5
-EXIT_BATCH_PARTIAL = 6
+EXIT_BATCH_FAILED = 6
 EXIT_DOCTOR_PROBLEMS = 7
 EXIT_INTERRUPTED = 130
 
@@ -50,7 +50,11 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ),
     ExitCode(EXIT_SERVER_UNAVAILABLE, "server unreachable, still loading, or refusing the API key"),
     ExitCode(EXIT_REQUEST_FAILED, "server rejected or broke off the request"),
-    ExitCode(EXIT_BATCH_PARTIAL, "batch finished, but some documents failed (see the report)"),
+    ExitCode(
+        EXIT_BATCH_FAILED,
+        "batch (`summarize`, `review`): some documents failed; the report lists each with "
+        "its reason",
+    ),
     ExitCode(EXIT_DOCTOR_PROBLEMS, "`longdoc doctor` found problems"),
     # The server manager's codes (server_manager/errors.py raises them).
     ExitCode(10, "server manager: no container runtime (docker or podman)"),

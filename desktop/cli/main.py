@@ -33,7 +33,15 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "summarize", "desktop.cli.summarize", "summarize every document in folders into one report"
     ),
+    Command(
+        "review", "desktop.cli.summarize", "ask the same questions of every document: a review grid"
+    ),
     Command("server", "desktop.cli.server", "start, stop and watch the local inference server"),
+    Command(
+        "doctor",
+        "desktop.cli.doctor",
+        "check this workstation: app, data, container runtime, GPUs, model, server",
+    ),
     Command(
         "reset-db",
         "desktop.cli.reset_db",
@@ -86,18 +94,24 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     chosen = None if argv is None else _command_name(argv)
+    wanted = {c.module for c in COMMANDS if argv is None or c.name == chosen}
+    registered: set[str] = set()
     for command in COMMANDS:
-        if argv is not None and command.name != chosen:
+        if command.module not in wanted:
             # Listed in `longdoc --help` without importing the module behind it.
             sub.add_parser(command.name, help=command.help)
             continue
+        if command.module in registered:
+            continue  # one module may add several commands (summarize and review)
+        registered.add(command.module)
         module = importlib.import_module(command.module)
         module.register(sub)
-        sp = sub.choices[command.name]
-        sp.epilog = exit_codes_help(getattr(module, "EXIT_CODES", None))
-        sp.formatter_class = argparse.RawDescriptionHelpFormatter
-        if not sp.description:
-            sp.description = command.help
+        for name in (c.name for c in COMMANDS if c.module == command.module):
+            sp = sub.choices[name]
+            sp.epilog = exit_codes_help(getattr(module, "EXIT_CODES", None))
+            sp.formatter_class = argparse.RawDescriptionHelpFormatter
+            if not sp.description:
+                sp.description = command.help
     return parser
 
 
@@ -125,6 +139,12 @@ def _set_sigint(handler: object) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse, dispatch, turn expected failures into one line and an exit code."""
     _set_sigint(_on_sigint)
+    probe = os.environ.get("LONGDOC_PROBE")
+    if probe:
+        # `longdoc doctor` in a one-folder build checks Qt in a child like this.
+        from desktop.doctor import run_probe
+
+        return run_probe(probe)
     # File names that are not UTF-8 reach us as surrogates; print them escaped, not crash.
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
