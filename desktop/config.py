@@ -106,10 +106,14 @@ class Settings:
         """Raise ConfigError naming the first bad value."""
         if self.endpoint:
             check_endpoint(self.endpoint)
-        if not MIN_ANSWER_RESERVE <= self.answer_reserve <= MAX_TOKENS:
+        if self.answer_reserve < MIN_ANSWER_RESERVE:
             raise ConfigError(
-                f"answer_reserve must be at least {MIN_ANSWER_RESERVE:,} and at most "
-                f"{MAX_TOKENS:,} tokens, not {self.answer_reserve:,}"
+                f"answer_reserve must be at least {MIN_ANSWER_RESERVE:,} tokens, "
+                f"not {self.answer_reserve:,}"
+            )
+        if self.answer_reserve > MAX_TOKENS:
+            raise ConfigError(
+                f"answer_reserve must be at most {MAX_TOKENS:,} tokens, not {self.answer_reserve:,}"
             )
         if not 0 < self.min_prefill_rate <= MAX_PREFILL_RATE:
             raise ConfigError(

@@ -719,7 +719,7 @@ def test_bad_flags_are_one_line_exit_2(home: Path, args: tuple[str, ...], words:
 @pytest.mark.parametrize(
     ("text", "words"),
     [
-        ("answer_reserve = 99999999999999999999\n", "answer_reserve must be at least"),
+        ("answer_reserve = 99999999999999999999\n", "answer_reserve must be at most"),
         ("answer_reserve = 9223372036854775807\n", "at most 1,048,576"),
         ("min_prefill_rate = 99999999999999999\n", "min_prefill_rate"),
         ('endpoint = "http://[::1"\n', "is not a valid URL"),
