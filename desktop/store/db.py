@@ -120,6 +120,30 @@ def _translate(path: Path, exc: sqlite3.Error) -> StorageError:
     return StorageError(f"{display_path(path)}: {text}")
 
 
+class LazyDatabase:
+    """``execute`` straight on the connection; sqlite-utils' helpers (``table``...) on demand.
+
+    Reading a stored document must not pay 50 ms for importing sqlite-utils.
+    """
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self._full: sqlite_utils.Database | None = None
+
+    def execute(self, sql: str, parameters: Any = None) -> sqlite3.Cursor:
+        """Run one statement on the connection."""
+        if parameters is None:
+            return self.conn.execute(sql)
+        return self.conn.execute(sql, parameters)
+
+    def __getattr__(self, name: str) -> Any:
+        if self._full is None:
+            import sqlite_utils
+
+            self._full = sqlite_utils.Database(self.conn)
+        return getattr(self._full, name)
+
+
 def _create_private(path: Path) -> None:
     """Create the database file owner-only before SQLite does (it would use the umask)."""
     try:
@@ -182,11 +206,9 @@ class Store:
                 time.sleep(0.02)
 
     @cached_property
-    def db(self) -> sqlite_utils.Database:
-        """The connection as a ``sqlite_utils.Database``, for code that wants its helpers."""
-        import sqlite_utils
-
-        return sqlite_utils.Database(self.conn)
+    def db(self) -> LazyDatabase:
+        """The connection as a ``sqlite_utils.Database`` (loaded only if its helpers are used)."""
+        return LazyDatabase(self.conn)
 
     def close(self) -> None:
         """Close the connection."""
