@@ -55,7 +55,11 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         "batch (`summarize`, `review`): some documents failed; the report lists each with "
         "its reason",
     ),
-    ExitCode(EXIT_DOCTOR_PROBLEMS, "`longdoc doctor` found problems"),
+    ExitCode(
+        EXIT_DOCTOR_PROBLEMS,
+        "checks found problems: `longdoc doctor` (each with its fix) or "
+        "`longdoc server selftest` (a needle was missed)",
+    ),
     # The server manager's codes (server_manager/errors.py raises them).
     ExitCode(10, "server manager: no container runtime (docker or podman)"),
     ExitCode(11, "server manager: no permission to use the container runtime"),

@@ -11,6 +11,9 @@ from typing import Any
 from desktop.config import data_dir, load_settings, with_overrides
 from desktop.errors import (
     COMMON_EXIT_CODES,
+    EXIT_DOCTOR_PROBLEMS,
+    EXIT_REQUEST_FAILED,
+    EXIT_SERVER_UNAVAILABLE,
     SERVER_MANAGER_EXIT_CODES,
     LongdocError,
     exit_codes_help,
@@ -18,8 +21,16 @@ from desktop.errors import (
 from server_manager import ServerManager, ServerStatus, Stage
 from server_manager.profiles import available_profiles
 
-# The codes a server subcommand can return (desktop.errors.EXIT_CODES words them).
-EXIT_CODES = (*COMMON_EXIT_CODES, *SERVER_MANAGER_EXIT_CODES)
+# The codes a server subcommand can return (desktop.errors.EXIT_CODES words them);
+# `server selftest` also talks to the server (4, 5) and reports a missed needle (7).
+MANAGER_EXIT_CODES = (*COMMON_EXIT_CODES, *SERVER_MANAGER_EXIT_CODES)
+SELFTEST_EXIT_CODES = (
+    *MANAGER_EXIT_CODES,
+    EXIT_SERVER_UNAVAILABLE,
+    EXIT_REQUEST_FAILED,
+    EXIT_DOCTOR_PROBLEMS,
+)
+EXIT_CODES = SELFTEST_EXIT_CODES
 
 
 def _manager(args: argparse.Namespace) -> ServerManager:
@@ -135,7 +146,7 @@ def register(subparsers: Any) -> None:
             name,
             help=help_text,
             description=help_text,
-            epilog=exit_codes_help(EXIT_CODES),
+            epilog=exit_codes_help(MANAGER_EXIT_CODES),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         parser.add_argument(
@@ -169,6 +180,7 @@ def register(subparsers: Any) -> None:
             selftest.cmd_selftest,
         )
     )
+    sub.choices["selftest"].epilog = exit_codes_help(SELFTEST_EXIT_CODES)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
