@@ -51,8 +51,14 @@ def data_dir() -> Path:
     return path
 
 
+# What Longdoc keeps in the data directory; only these are tightened, so a LONGDOC_HOME
+# shared with other files (even $HOME) loses nothing but the other users' access to ours.
+_OWN_DIRS = ("server", "profiles")
+_OWN_FILE_PREFIXES = ("longdoc.", "ui.ini")
+
+
 def make_private(path: Path) -> bool:
-    """Make a data directory that others can read owner-only, with everything in it.
+    """Make a data directory that others can read owner-only, with Longdoc's files in it.
 
     Returns True (after printing the one notice) when something had to change. Files and
     folders of other owners are left alone: chmod would fail on them anyway.
@@ -61,16 +67,20 @@ def make_private(path: Path) -> bool:
     if not info.st_mode & 0o077 or info.st_uid != os.getuid():
         return False
     os.chmod(path, 0o700)
-    for root, dirs, files in os.walk(path):
-        for name in dirs + files:
-            entry = os.path.join(root, name)
-            st = os.lstat(entry)
-            if stat.S_ISLNK(st.st_mode) or st.st_uid != info.st_uid or not st.st_mode & 0o077:
-                continue
-            os.chmod(entry, stat.S_IMODE(st.st_mode) & 0o700)
+    entries = [path / name for name in os.listdir(path) if name.startswith(_OWN_FILE_PREFIXES)]
+    for name in _OWN_DIRS:
+        if (path / name).is_dir() and not (path / name).is_symlink():
+            entries.append(path / name)
+            for root, dirs, files in os.walk(path / name):
+                entries += [Path(root, n) for n in dirs + files]
+    for entry in entries:
+        st = os.lstat(entry)
+        if stat.S_ISLNK(st.st_mode) or st.st_uid != info.st_uid or not st.st_mode & 0o077:
+            continue
+        os.chmod(entry, stat.S_IMODE(st.st_mode) & 0o700)
     print(
-        f"Notice: {display_path(path)} could be read by other users; made it and its files "
-        "private (owner-only).",
+        f"Notice: {display_path(path)} could be read by other users; made it and Longdoc's "
+        "files in it private (owner-only).",
         file=sys.stderr,
     )
     return True

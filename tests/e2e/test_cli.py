@@ -509,11 +509,17 @@ def test_an_open_data_directory_is_tightened_once_with_one_notice(tmp_path: Path
         os.chmod(path, 0o644)
     os.chmod(home / "server", 0o755)
     os.chmod(home, 0o755)
+    # Not Longdoc's: a LONGDOC_HOME may hold other files, which keep their mode.
+    other = home / "shared-notes.txt"
+    other.write_text("team notes")
+    os.chmod(other, 0o644)
     result = longdoc("ingest", str(FOUR_PAGES), home=home)
     assert result.returncode == 0, result.stderr
     notices = [line for line in result.stderr.splitlines() if line.startswith("Notice:")]
     assert len(notices) == 1 and str(home) in notices[0] and "private" in notices[0]
-    assert all(m & 0o077 == 0 for m in modes(home).values()), modes(home)
+    found = modes(home)
+    assert found.pop("shared-notes.txt") == 0o644
+    assert all(m & 0o077 == 0 for m in found.values()), found
     again = longdoc("ingest", str(FOUR_PAGES), home=home)
     assert "Notice" not in again.stderr
 
