@@ -30,9 +30,10 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "ingest",
         help="extract, count and store documents",
-        description="Extract the text of documents (PDF, text, Markdown; folders are searched), "
-        "count their exact Qwen3.5 tokens and store them for later questions. Anything that "
-        "is not a regular file (a pipe, a device) is refused before it is read.",
+        description="Extract the text of documents (PDF, Word .docx, WebVTT/SRT transcripts, "
+        "text, Markdown; folders are searched), count their exact Qwen3.5 tokens and store "
+        "them for later questions. Anything that is not a regular file (a pipe, a device) "
+        "is refused before it is read.",
     )
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     p.add_argument("--json", action="store_true", help="one JSON object per file and line")
@@ -50,6 +51,7 @@ def describe(doc: Document, path: Path) -> dict[str, Any]:
         "path": json_path(path),
         "sha256": doc.sha256,
         "title": doc.title,
+        "kind": doc.kind,
         "pages": len(doc.pages),
         "tokens": doc.tokens,
         "chars": doc.chars,

@@ -9,16 +9,23 @@ from pathlib import Path
 
 # PDFium and the tokenizer are imported by the functions that use them: reopening a stored
 # document needs neither, and `longdoc ingest` of a stored file should start at once.
+from desktop.documents.docx import DOCX_SUFFIXES
 from desktop.documents.model import Document
 from desktop.documents.text import MARKDOWN_SUFFIXES, TEXT_SUFFIXES
+from desktop.documents.transcript import TRANSCRIPT_SUFFIXES
 from desktop.errors import DocumentEmpty, DocumentUnreadable, UsageError
 
 # Part of every Document's ``extractor`` string: bump it whenever extraction or cleaning
 # changes its output, so cached documents from the old code are extracted again.
-EXTRACTOR_VERSION = 1
+# 2: .vtt/.srt are transcripts and .docx Word documents (before: text, or refused).
+EXTRACTOR_VERSION = 2
 
 PDF_SUFFIX = ".pdf"
-SUPPORTED_SUFFIXES = frozenset({PDF_SUFFIX} | TEXT_SUFFIXES | MARKDOWN_SUFFIXES)
+SUPPORTED_SUFFIXES = frozenset(
+    {PDF_SUFFIX} | TEXT_SUFFIXES | MARKDOWN_SUFFIXES | TRANSCRIPT_SUFFIXES | DOCX_SUFFIXES
+)
+# Suffixes whose reader is chosen by name even when the bytes start like a PDF.
+_NAMED_SUFFIXES = TEXT_SUFFIXES | MARKDOWN_SUFFIXES | TRANSCRIPT_SUFFIXES | DOCX_SUFFIXES
 
 PDF_MAGIC = b"%PDF-"
 # PDF readers accept the header anywhere in the first KiB (some generators prepend junk).
@@ -51,9 +58,11 @@ def extract(path: Path, sha256: str | None = None) -> Document:
     binary), DocumentEncrypted or DocumentEmpty; the message names the file as it was given.
     """
     from desktop.documents import tokens
+    from desktop.documents.docx import extract_docx
     from desktop.documents.layout import document_block
     from desktop.documents.pdf import EXTRACTOR_NAME, extract_pdf
     from desktop.documents.text import extract_text
+    from desktop.documents.transcript import extract_transcript
 
     path = Path(path).expanduser()
     size = check_file(path)
@@ -66,9 +75,7 @@ def extract(path: Path, sha256: str | None = None) -> Document:
     suffix = path.suffix.lower()
     # The suffix decides for known types (a Markdown note may quote "%PDF-1.7"); the
     # header decides for the rest (a PDF saved as "download" or "report.bin").
-    is_pdf = suffix == PDF_SUFFIX or (
-        suffix not in TEXT_SUFFIXES | MARKDOWN_SUFFIXES and PDF_MAGIC in head
-    )
+    is_pdf = suffix == PDF_SUFFIX or (suffix not in _NAMED_SUFFIXES and PDF_MAGIC in head)
     if is_pdf:
         doc = extract_pdf(path)
         doc.extractor = f"{EXTRACTOR_NAME}/{EXTRACTOR_VERSION}"
@@ -78,8 +85,15 @@ def extract(path: Path, sha256: str | None = None) -> Document:
             data = path.read_bytes()
         except OSError as exc:
             raise DocumentUnreadable(path, _os_reason(exc)) from exc
-        doc = extract_text(path, data)
-        doc.extractor = f"text/{EXTRACTOR_VERSION}"
+        if suffix in TRANSCRIPT_SUFFIXES:
+            doc = extract_transcript(path, data)
+            doc.extractor = f"transcript/{EXTRACTOR_VERSION}"
+        elif suffix in DOCX_SUFFIXES:
+            doc = extract_docx(path, data)
+            doc.extractor = f"docx/{EXTRACTOR_VERSION}"
+        else:
+            doc = extract_text(path, data)
+            doc.extractor = f"text/{EXTRACTOR_VERSION}"
         digest = sha256 or hashlib.sha256(data).hexdigest()
 
     doc.sha256 = digest
