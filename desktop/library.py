@@ -9,13 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from desktop.documents.ingest import (
-    EXTRACTOR_VERSION,
-    SUPPORTED_SUFFIXES,
-    extract,
-    sha256_file,
-    storable_path,
-)
+from desktop.documents.ingest import EXTRACTOR_VERSION, extract, sha256_file, storable_path
 from desktop.documents.model import Document
 from desktop.store.db import Store
 
@@ -50,6 +44,8 @@ def expand_paths(paths: list[Path]) -> list[Path]:
     result: list[Path] = []
     for path in paths:
         if path.is_dir():
+            from desktop.documents.ingest import SUPPORTED_SUFFIXES
+
             result.extend(
                 sorted(
                     p

@@ -7,12 +7,10 @@ import os
 import stat
 from pathlib import Path
 
-# PDFium and the tokenizer are imported by the functions that use them: reopening a stored
-# document needs neither, and `longdoc ingest` of a stored file should start at once.
-from desktop.documents.docx import DOCX_SUFFIXES
+# PDFium, the tokenizer and the Word and transcript readers are imported by the functions
+# that use them: reopening a stored document needs none, and should start at once.
 from desktop.documents.model import Document
 from desktop.documents.text import MARKDOWN_SUFFIXES, TEXT_SUFFIXES
-from desktop.documents.transcript import TRANSCRIPT_SUFFIXES
 from desktop.errors import DocumentEmpty, DocumentUnreadable, UsageError
 
 # Part of every Document's ``extractor`` string: bump it whenever extraction or cleaning
@@ -21,11 +19,24 @@ from desktop.errors import DocumentEmpty, DocumentUnreadable, UsageError
 EXTRACTOR_VERSION = 2
 
 PDF_SUFFIX = ".pdf"
-SUPPORTED_SUFFIXES = frozenset(
-    {PDF_SUFFIX} | TEXT_SUFFIXES | MARKDOWN_SUFFIXES | TRANSCRIPT_SUFFIXES | DOCX_SUFFIXES
-)
-# Suffixes whose reader is chosen by name even when the bytes start like a PDF.
-_NAMED_SUFFIXES = TEXT_SUFFIXES | MARKDOWN_SUFFIXES | TRANSCRIPT_SUFFIXES | DOCX_SUFFIXES
+
+
+def _named_suffixes() -> frozenset[str]:
+    """Suffixes whose reader is chosen by name even when the bytes start like a PDF."""
+    from desktop.documents.docx import DOCX_SUFFIXES
+    from desktop.documents.transcript import TRANSCRIPT_SUFFIXES
+
+    return TEXT_SUFFIXES | MARKDOWN_SUFFIXES | TRANSCRIPT_SUFFIXES | DOCX_SUFFIXES
+
+
+def __getattr__(name: str) -> frozenset[str]:
+    """``SUPPORTED_SUFFIXES``, made on first use (it loads the Word and transcript readers)."""
+    if name == "SUPPORTED_SUFFIXES":
+        value = frozenset({PDF_SUFFIX}) | _named_suffixes()
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 PDF_MAGIC = b"%PDF-"
 # PDF readers accept the header anywhere in the first KiB (some generators prepend junk).
@@ -58,11 +69,11 @@ def extract(path: Path, sha256: str | None = None) -> Document:
     binary), DocumentEncrypted or DocumentEmpty; the message names the file as it was given.
     """
     from desktop.documents import tokens
-    from desktop.documents.docx import extract_docx
+    from desktop.documents.docx import DOCX_SUFFIXES, extract_docx
     from desktop.documents.layout import document_block
     from desktop.documents.pdf import EXTRACTOR_NAME, extract_pdf
     from desktop.documents.text import extract_text
-    from desktop.documents.transcript import extract_transcript
+    from desktop.documents.transcript import TRANSCRIPT_SUFFIXES, extract_transcript
 
     path = Path(path).expanduser()
     size = check_file(path)
@@ -75,7 +86,7 @@ def extract(path: Path, sha256: str | None = None) -> Document:
     suffix = path.suffix.lower()
     # The suffix decides for known types (a Markdown note may quote "%PDF-1.7"); the
     # header decides for the rest (a PDF saved as "download" or "report.bin").
-    is_pdf = suffix == PDF_SUFFIX or (suffix not in _NAMED_SUFFIXES and PDF_MAGIC in head)
+    is_pdf = suffix == PDF_SUFFIX or (suffix not in _named_suffixes() and PDF_MAGIC in head)
     if is_pdf:
         doc = extract_pdf(path)
         doc.extractor = f"{EXTRACTOR_NAME}/{EXTRACTOR_VERSION}"
