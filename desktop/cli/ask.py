@@ -20,7 +20,9 @@ from desktop.errors import (
 if TYPE_CHECKING:
     from desktop.answering.citations import CitationCheck
     from desktop.answering.service import Answerer, Question
+    from desktop.answering.threads import Thread
     from desktop.documents.model import Document
+    from desktop.store.db import Store
 
 EXIT_CODES = (*COMMON_EXIT_CODES, EXIT_DOCUMENT, EXIT_SERVER_UNAVAILABLE, EXIT_REQUEST_FAILED)
 
@@ -57,6 +59,19 @@ def register(sub: Any) -> None:
         "--no-think", dest="thinking", action="store_false", help="answer without reasoning"
     )
     p.add_argument("--no-cache", action="store_true", help="ask again even if answered before")
+    thread = p.add_mutually_exclusive_group()
+    thread.add_argument(
+        "--follow-up",
+        action="store_true",
+        help="continue the last thread on this document: the model sees the earlier "
+        "questions and answers (without them, every ask starts a new thread)",
+    )
+    thread.add_argument(
+        "--thread",
+        type=int,
+        metavar="ID",
+        help="continue thread ID (ask --json prints each answer's thread_id)",
+    )
     p.add_argument("--endpoint", metavar="URL", help="server URL (default: managed server)")
     p.add_argument("--model", metavar="NAME", help="model name (default: the server's)")
     p.add_argument("--api-key", metavar="KEY", help="API key for the server")
@@ -136,6 +151,29 @@ def flag_quotes(checks: list[CitationCheck], doc: Document) -> str:
     return "\n> **Unverified quotes**\n>\n" + "\n".join(lines) + "\n"
 
 
+def pick_thread(store: Store, doc: Document, args: argparse.Namespace) -> Thread | None:
+    """The thread a follow-up continues (None: a new thread)."""
+    if args.thread is not None:
+        thread = store.get_thread(args.thread)
+        if thread is None:
+            raise UsageError(
+                f"There is no thread {args.thread}; `longdoc ask --json` prints each "
+                "answer's thread_id."
+            )
+        if thread.document_sha != doc.sha256:
+            raise UsageError(
+                f"Thread {args.thread} is about another document, not {args.path}; "
+                "use --follow-up to continue the last thread on this one."
+            )
+        return thread
+    if args.follow_up:
+        thread = store.last_thread(doc.sha256)
+        if thread is None:
+            print(f"No earlier thread on {args.path}: starting a new one.", file=sys.stderr)
+        return thread
+    return None
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
     """Ask, stream, store; print JSON at the end with --json."""
     from desktop.answering.citations import answer_checks
@@ -159,7 +197,15 @@ def cmd_ask(args: argparse.Namespace) -> int:
             except ValueError as exc:
                 raise UsageError(f"{display_path(args.path)}: {exc}") from None
         answerer = Answerer(store, resolve_endpoint(settings), settings)
-        question = Question(doc, args.question, pages, thinking, not args.no_cache, args.max_tokens)
+        thread = pick_thread(store, doc, args)
+        question = Question(
+            doc, args.question, pages, thinking, not args.no_cache, args.max_tokens, thread
+        )
+        if thread is not None:
+            print(
+                f"Follow-up in thread {thread.id} (turn {len(thread.turns) + 1}).",
+                file=sys.stderr,
+            )
         if args.check_tokens:
             check_tokens(answerer, question)
         tty_err = sys.stderr.isatty()
@@ -233,6 +279,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
                         },
                         "timings": {"ttft_s": answer.ttft_s, "total_s": answer.total_s},
                         "citations": [check.to_json() for check in checks],
+                        "thread_id": final.thread_id,
                     },
                     ensure_ascii=False,
                 )
@@ -255,6 +302,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 sys.stdout.write("\n")
             sys.stdout.write(flag_quotes(checks, doc))
             sys.stdout.flush()
+            if final.thread_id is not None:
+                print(
+                    f"(thread {final.thread_id}: --follow-up asks a follow-up question)",
+                    file=sys.stderr,
+                )
         answerer.close()
     finally:
         store.close()
