@@ -9,24 +9,28 @@ from collections.abc import Sequence
 from typing import Any
 
 from desktop.config import data_dir, load_settings, with_overrides
-from desktop.errors import LongdocError
+from desktop.errors import (
+    COMMON_EXIT_CODES,
+    EXIT_DOCTOR_PROBLEMS,
+    EXIT_REQUEST_FAILED,
+    EXIT_SERVER_UNAVAILABLE,
+    SERVER_MANAGER_EXIT_CODES,
+    LongdocError,
+    exit_codes_help,
+)
 from server_manager import ServerManager, ServerStatus, Stage
 from server_manager.profiles import available_profiles
 
-EXIT_CODES = """\
-exit codes:
-  0   success
-  10  no container runtime (docker or podman) installed
-  11  no permission to use the container runtime
-  12  the profile's image is not present locally (load it with `docker load -i ...`)
-  13  the model directory is missing or has no config.json
-  14  the port is already in use
-  15  no GPU device nodes (/dev/kfd, /dev/dri)
-  16  the profile is invalid
-  17  the server failed: kept dying, or not ready in time
-  18  no server is running
-  19  a server with another profile is running
-"""
+# The codes a server subcommand can return (desktop.errors.EXIT_CODES words them);
+# `server selftest` also talks to the server (4, 5) and reports a missed needle (7).
+MANAGER_EXIT_CODES = (*COMMON_EXIT_CODES, *SERVER_MANAGER_EXIT_CODES)
+SELFTEST_EXIT_CODES = (
+    *MANAGER_EXIT_CODES,
+    EXIT_SERVER_UNAVAILABLE,
+    EXIT_REQUEST_FAILED,
+    EXIT_DOCTOR_PROBLEMS,
+)
+EXIT_CODES = SELFTEST_EXIT_CODES
 
 
 def _manager(args: argparse.Namespace) -> ServerManager:
@@ -131,7 +135,7 @@ def register(subparsers: Any) -> None:
         help="start, stop and watch the local inference server",
         description="Start, stop and watch the local SGLang server (docker, podman or a "
         "host process), or use an external one, as the profile says.",
-        epilog=EXIT_CODES,
+        epilog=exit_codes_help(EXIT_CODES),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = server.add_subparsers(dest="server_command", metavar="SUBCOMMAND", required=True)
@@ -142,7 +146,7 @@ def register(subparsers: Any) -> None:
             name,
             help=help_text,
             description=help_text,
-            epilog=EXIT_CODES,
+            epilog=exit_codes_help(MANAGER_EXIT_CODES),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         parser.add_argument(
@@ -176,6 +180,7 @@ def register(subparsers: Any) -> None:
             selftest.cmd_selftest,
         )
     )
+    sub.choices["selftest"].epilog = exit_codes_help(SELFTEST_EXIT_CODES)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.config import MAX_CONTEXT_LENGTH, Settings, config_path, data_dir, save_settings
+from desktop.config import MAX_TOKENS, Settings, config_path, data_dir, save_settings
 from desktop.errors import ConfigError
 
 
@@ -59,7 +59,7 @@ class SettingsDialog(QDialog):
             "The slowest prefill your GPU does; sets how long to wait for the first token"
         )
         self.context_spin = QSpinBox()
-        self.context_spin.setRange(0, MAX_CONTEXT_LENGTH)
+        self.context_spin.setRange(0, MAX_TOKENS)
         self.context_spin.setSingleStep(1024)
         self.context_spin.setGroupSeparatorShown(True)
         self.context_spin.setSpecialValueText("as the server reports")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -12,7 +11,15 @@ from pathlib import Path
 
 from desktop.store.db import Store
 from tests.conftest import API_KEY
-from tests.e2e.test_cli import FOUR_PAGES, GEOTOPO, LONGDOC, ask, assert_one_error_line, chats
+from tests.e2e.test_cli import (
+    FOUR_PAGES,
+    GEOTOPO,
+    LONGDOC,
+    ask,
+    assert_one_error_line,
+    chats,
+    environment,
+)
 from tests.support.recording_proxy import RecordingProxy
 from tests.support.sglang_server import FakeSGLang
 
@@ -98,16 +105,13 @@ def _stored_answer(db: Path) -> str:
 
 def test_sigkill_mid_answer_keeps_the_partial_text(sglang: FakeSGLang, home: Path) -> None:
     sglang.behaviour.update(token_delay_s=0.02, answer_tokens=5_000)
-    environment = {**os.environ, "LONGDOC_HOME": str(home)}
-    for var in ("LONGDOC_ENDPOINT", "LONGDOC_MODEL", "LONGDOC_API_KEY"):
-        environment.pop(var, None)
-    args = [str(LONGDOC), "ask", str(FOUR_PAGES), "Slow?", "--endpoint", sglang.url]
+    args = [*LONGDOC, "ask", str(FOUR_PAGES), "Slow?", "--endpoint", sglang.url]
     proc = subprocess.Popen(
         [*args, "--api-key", API_KEY],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=environment,
+        env=environment(home),
     )
     db = home / "longdoc.db"
     deadline = time.monotonic() + 120
@@ -140,11 +144,11 @@ def test_sigkill_mid_answer_keeps_the_partial_text(sglang: FakeSGLang, home: Pat
 def test_summarize_stops_at_once_without_a_context_length(home: Path) -> None:
     with FakeSGLang(api_key=API_KEY, flavor="openai", strict=True) as server:
         result = subprocess.run(
-            [str(LONGDOC), "summarize", str(FOUR_PAGES), str(GEOTOPO), "--endpoint", server.url],
+            [*LONGDOC, "summarize", str(FOUR_PAGES), str(GEOTOPO), "--endpoint", server.url],
             capture_output=True,
             text=True,
             timeout=120,
-            env={**os.environ, "LONGDOC_HOME": str(home), "LONGDOC_API_KEY": API_KEY},
+            env=environment(home, {"LONGDOC_API_KEY": API_KEY}),
         )
         assert result.returncode == 2, result.stderr  # a setting, not two failed documents
         assert "--context-length" in assert_one_error_line(result.stderr)
