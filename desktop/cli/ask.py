@@ -19,7 +19,7 @@ from desktop.answering.events import (
 )
 from desktop.answering.prompt import PageRange
 from desktop.answering.service import Answerer, Question, resolve_endpoint
-from desktop.cli.common import open_store, settings_from, warn
+from desktop.cli.common import managed_server, open_store, settings_from, warn
 from desktop.documents.model import Document
 from desktop.errors import UsageError
 from desktop.library import open_document
@@ -127,7 +127,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 pages = PageRange.parse(args.pages, len(doc.pages))
             except ValueError as exc:
                 raise UsageError(f"{args.path}: {exc}") from None
-        answerer = Answerer(store, resolve_endpoint(settings), settings)
+        answerer = Answerer(store, resolve_endpoint(settings, managed_server(settings)), settings)
         question = Question(doc, args.question, pages, thinking, not args.no_cache, args.max_tokens)
         if args.check_tokens:
             check_tokens(answerer, question)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
-from desktop.config import Settings, db_path, load_settings, with_overrides
+from desktop.config import Settings, data_dir, db_path, load_settings, with_overrides
 from desktop.store.db import Store
+from server_manager import Connection, connection_for
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -28,3 +30,8 @@ def open_store() -> Store:
 def warn(message: str) -> None:
     """One warning line on stderr."""
     print(f"Warning: {message}", file=sys.stderr)
+
+
+def managed_server(settings: Settings) -> Callable[[], Connection | None]:
+    """Looks up the server Longdoc manages, for ``resolve_endpoint``."""
+    return lambda: connection_for(data_dir(), settings)

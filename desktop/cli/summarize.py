@@ -9,7 +9,7 @@ from typing import Any
 
 from desktop.answering.service import Answerer, resolve_endpoint
 from desktop.batch import SUMMARY_QUESTION, BatchItem, summarize
-from desktop.cli.common import open_store, settings_from
+from desktop.cli.common import managed_server, open_store, settings_from
 from desktop.errors import EXIT_DOCUMENT, StorageError, UsageError
 from desktop.library import expand_paths
 
@@ -60,7 +60,7 @@ def cmd_summarize(args: argparse.Namespace) -> int:
     if args.out and args.out.suffix.lower() not in (".md", ".json"):
         raise UsageError(f"{args.out}: the report must end in .md or .json")
     store = open_store()
-    answerer = Answerer(store, resolve_endpoint(settings), settings)
+    answerer = Answerer(store, resolve_endpoint(settings, managed_server(settings)), settings)
     try:
         report = summarize(
             paths,

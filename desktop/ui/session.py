@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from desktop.answering.budget import Budget, plan_budget
 from desktop.answering.prompt import PageRange, count_prompt_tokens
 from desktop.answering.service import Answerer, Endpoint, resolve_endpoint
-from desktop.config import Settings
+from desktop.config import Settings, data_dir
 from desktop.documents.model import Document
 from desktop.store.db import Store, StoredAnswer
+from server_manager import Connection, connection_for
 
 # Prefill rates measured from answers whose first token took at least this long.
 _MIN_TTFT_FOR_RATE_S = 0.5
@@ -50,7 +51,7 @@ class Session:
 
     def answerer(self) -> Answerer:
         """The answerer for the configured or managed endpoint (blocking: reads state)."""
-        endpoint = resolve_endpoint(self.settings)
+        endpoint = resolve_endpoint(self.settings, self._managed)
         with self._lock:
             current = self._answerer
             if current is not None and current.endpoint == endpoint:
@@ -60,9 +61,13 @@ class Session:
                 current.close()
             return self._answerer
 
+    def _managed(self) -> Connection | None:
+        """The server Longdoc manages, if one runs (for ``resolve_endpoint``)."""
+        return connection_for(data_dir(), self.settings)
+
     def endpoint(self) -> Endpoint:
         """Where questions go now (blocking)."""
-        return resolve_endpoint(self.settings)
+        return resolve_endpoint(self.settings, self._managed)
 
     def context_length(self) -> int:
         """The server's context length (network call)."""

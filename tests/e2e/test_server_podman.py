@@ -102,7 +102,7 @@ def test_start_ready_in_order_secure_and_status(
     key_file = managed_home / "server" / "api_key"
     assert connection.api_key == key_file.read_text().strip()
     assert key_file.stat().st_mode & 0o777 == 0o600
-    assert connection_for(managed_home) == connection
+    assert connection_for(managed_home, Settings(profile="test")) == connection
     # The key is required, and the port is published on loopback only.
     assert http_status(f"{connection.url}/v1/models") == 401
     assert http_status(f"{connection.url}/v1/models", connection.api_key) == 200
@@ -239,7 +239,7 @@ def test_stop_leaves_nothing(managed_home: Path, container_profile: ProfileMaker
     assert not pid_alive(state["supervisor_pid"])
     assert not (managed_home / "server" / "state.json").exists()
     assert m.status(gpus=False).state == "stopped"
-    assert connection_for(managed_home) is None
+    assert connection_for(managed_home, Settings(profile="test")) is None
     again = longdoc_cli(managed_home, "server", "stop")
     assert again.returncode == 0
     assert again.stderr.strip() == "No Longdoc server was running."
