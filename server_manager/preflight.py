@@ -51,9 +51,12 @@ def check_model_dir(profile: Profile) -> None:
         )
 
 
-def check_port(profile: Profile, host: str = "127.0.0.1") -> None:
-    """Nothing may listen on the port yet (the server would fail to bind later)."""
-    port = profile.port
+def check_port(port: int, host: str = "127.0.0.1", fix_in: Path | None = None) -> None:
+    """Nothing may listen on the port yet (the server would fail to bind later).
+
+    ``fix_in`` is the profile file where another port can be set.
+    """
+    where = f"in {fix_in}" if fix_in is not None else "in the profile"
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         # SO_REUSEADDR ignores TIME_WAIT leftovers of a server that just stopped, but a
         # live listener still makes bind fail.
@@ -64,7 +67,7 @@ def check_port(profile: Profile, host: str = "127.0.0.1") -> None:
             if exc.errno in (errno.EADDRINUSE, errno.EACCES):
                 raise PortInUse(
                     f"Port {port} is already in use on {host}; stop what uses it or set "
-                    f"another port in {profile.user_file}."
+                    f"another port {where}."
                 ) from exc
             raise
 
@@ -110,7 +113,7 @@ def run_checks(profile: Profile, configured_runtime: str = "") -> Runtime | None
         usable = runtime
         attempt(lambda: check_image(usable, profile))
     attempt(lambda: check_model_dir(profile))
-    attempt(lambda: check_port(profile))
+    attempt(lambda: check_port(profile.port, fix_in=profile.user_file))
     if problems:
         raise preflight_error(problems)
     return runtime

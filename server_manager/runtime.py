@@ -169,10 +169,12 @@ class Runtime:
 
     def _permission_error(self, detail: str) -> RuntimePermission:
         if _is_permission_problem(detail):
-            return RuntimePermission(
-                f"No permission to use {self.name}: add your user to the "
-                f"'{self.name}' group or use podman ({detail})."
+            advice = (
+                "add your user to the 'docker' group or use podman"
+                if self.name == "docker"
+                else f"check that your user may run {self.name}"
             )
+            return RuntimePermission(f"No permission to use {self.name}: {advice} ({detail}).")
         return RuntimePermission(f"Cannot use {self.name}: {detail}")
 
     def image_exists(self, image: str) -> bool:
@@ -237,5 +239,8 @@ def _is_permission_problem(detail: str) -> bool:
 
 
 def _summary(text: str) -> str:
+    """The runtime's own sentence: its last ``Error:`` line (podman adds a "See ..." hint
+    after it), else its last line."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else "no output"
+    errors = [line for line in lines if line.lower().startswith(("error", "docker: error"))]
+    return (errors or lines or ["no output"])[-1]

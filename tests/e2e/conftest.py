@@ -168,6 +168,7 @@ def server_args(startup_delay: float = 1.0, extra: tuple[str, ...] = ()) -> list
         "--startup-delay",
         str(startup_delay),
         "--log-stages",
+        "--log-args",
         *extra,
     ]
 

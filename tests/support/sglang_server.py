@@ -1648,6 +1648,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="YAML file of `flag-name: value` lines, read like SGLang's (flags override it)",
     )
     p.add_argument(
+        "--log-args",
+        action="store_true",
+        help="log every argument, key included, as SGLang does at start-up (ServerArgs)",
+    )
+    p.add_argument(
         "--api-key-env",
         default=None,
         metavar="NAME",
@@ -1710,7 +1715,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    if args.log_stages:
+    if args.log_args:
         # SGLang logs every server argument, the key included, as it starts.
         fake.log(
             f"server_args=ServerArgs(model_path={args.model_path!r}, "
