@@ -239,8 +239,9 @@ def _is_permission_problem(detail: str) -> bool:
 
 
 def _summary(text: str) -> str:
-    """The runtime's own sentence: its last ``Error:`` line (podman adds a "See ..." hint
+    """The runtime's own sentence: its last error line (both add a "See '... --help'" hint
     after it), else its last line."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    errors = [line for line in lines if line.lower().startswith(("error", "docker: error"))]
+    lines = [line for line in lines if not line.startswith("See '")] or lines
+    errors = [line for line in lines if line.lower().startswith(("error", "docker:"))]
     return (errors or lines or ["no output"])[-1]

@@ -42,7 +42,7 @@ from server_manager.profiles import (
     native_argv,
     native_env,
 )
-from server_manager.progress import LoadProgress, Stage
+from server_manager.progress import STAGE_BY_KEY, LoadProgress, Stage
 from server_manager.runtime import Runtime
 from server_manager.state import (
     Paths,
@@ -120,11 +120,20 @@ class Supervisor:
             write_state(self.paths, self.state)
 
     def _reach(self, stage: Stage) -> None:
-        """Record a stage of the current run (``stages`` restarts empty with every run)."""
+        """Record a stage of the current run (``stages`` restarts empty with every run).
+
+        Stages only move forward and none is skipped: the probe can see the server ready
+        before the log reader (``logs --follow`` lags under load) has seen its last lines,
+        and being ready means it passed them all.
+        """
         with self._lock:
-            if stage not in self._run_stages:
-                self._run_stages.add(stage)
-                self.state.stages.append(stage.key)
+            last = max(self._run_stages, default=None)
+            if last is not None and stage <= last:
+                return
+            for passed in Stage:
+                if (last is None or passed > last) and passed <= stage:
+                    self._run_stages.add(passed)
+                    self.state.stages.append(passed.key)
             self.state.stage = stage.key
             self.state.max_total_num_tokens = self.progress.max_total_num_tokens
             self.state.context_len = self.progress.context_len
@@ -299,6 +308,8 @@ class Supervisor:
         """Adopt a container that is already running (its supervisor died)."""
         log.info("adopting running container %s", self.profile.container_name)
         assert self.runtime is not None
+        # The run goes on: its stages so far stay recorded, and are not recorded twice.
+        self._run_stages = {STAGE_BY_KEY[k] for k in self.state.stages if k in STAGE_BY_KEY}
         inspected = self.runtime.inspect(self.profile.container_name)
         self._container_id = inspected.id if inspected is not None else ""
         self._update(container_id=self._container_id)
@@ -425,8 +436,14 @@ class Supervisor:
         """Make sure nothing of the last run is left (a dead container is removed too)."""
         if self.profile.kind == "container":
             assert self.runtime is not None
+            name = self.profile.container_name
             with contextlib.suppress(ServerManagerError):
-                self.runtime.remove(self.profile.container_name)
+                # By id when known: the very container this supervisor ran; else by name
+                # only if it carries this home's label (a refused run can leave one).
+                if self._container_id:
+                    self.runtime.remove(self._container_id)
+                elif self.runtime.owner(name, LABEL_HOME) == str(self.paths.home):
+                    self.runtime.remove(name)
         elif self._process is not None:
             _kill_group(self._process, 0)
             self._process = None
@@ -437,8 +454,9 @@ class Supervisor:
         grace = self.profile.grace_period_s
         if self.profile.kind == "container":
             assert self.runtime is not None
-            with contextlib.suppress(ServerManagerError):
-                self.runtime.stop(self.profile.container_name, grace)
+            if self._container_id:
+                with contextlib.suppress(ServerManagerError):
+                    self.runtime.stop(self._container_id, grace)
         elif self._process is not None:
             _kill_group(self._process, grace)
         self._collect()

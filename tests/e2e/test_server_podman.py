@@ -691,3 +691,37 @@ def test_native_engine_without_its_supervisor_is_replaced_as_status_says(
     new_state = json.loads((managed_home / "server" / "state.json").read_text())
     assert new_state["pid"] != state["pid"] and _live(new_state["pid"])
     assert http_status(f"{connection.url}/v1/models", connection.api_key) == 200
+
+
+def test_a_container_of_another_home_with_our_name_is_left_alone(
+    managed_home: Path, container_profile: ProfileMaker, test_image: str
+) -> None:
+    profile = container_profile()
+    name = f"longdoc-sglang-{profile['port']}"
+    # Another data directory (another user's Longdoc, say) runs a server under this name.
+    podman(
+        "run",
+        "--detach",
+        "--name",
+        name,
+        "--label",
+        "longdoc.home=/somewhere/else",
+        *RUNTIME_ARGS,
+        *[arg for mount in host_mounts() for arg in ("--volume", mount)],
+        "--entrypoint",
+        sys.executable,
+        test_image,
+        "-c",
+        "import time; time.sleep(600)",
+    )
+    try:
+        stranger = container_id(name)
+        result = longdoc_cli(managed_home, "server", "start", "--profile", "test")
+        assert result.returncode == 17
+        assert f"A container named {name} that this Longdoc did not start" in _last_error(result)
+        assert container_id(name) == stranger
+        assert parse_inspect(podman("container", "inspect", name).stdout)[0].running
+        assert longdoc_cli(managed_home, "server", "stop").returncode == 0
+        assert parse_inspect(podman("container", "inspect", name).stdout)[0].running
+    finally:
+        podman("rm", "--force", name, check=False)
