@@ -50,6 +50,12 @@ EXIT_CODES = {
     "logs": """\
   18  no server log yet (the server was never started from this data directory)
 """,
+    "selftest": """\
+  4   the server is unreachable, still loading, or refusing the API key
+  5   the server rejected or broke off a request
+  7   a needle was missed: the server does not read whole documents
+  130 interrupted
+""",
 }
 # All of them, for `longdoc server --help`.
 ALL_EXIT_CODES = _COMMON + _START.replace("  19", "  18  no server log yet (logs)\n  19")
@@ -203,8 +209,12 @@ def register(subparsers: Any) -> None:
     profiles = ", ".join(available_profiles(None))
 
     def add(
-        name: str, help_text: str, func: Callable[[argparse.Namespace], int], json_help: str
+        name: str,
+        help_text: str,
+        func: Callable[[argparse.Namespace], int],
+        json_help: str | None,
     ) -> argparse.ArgumentParser:
+        """A subcommand with --profile and (unless it has its own, ``json_help=None``) --json."""
         parser: argparse.ArgumentParser = sub.add_parser(
             name,
             help=help_text,
@@ -218,7 +228,8 @@ def register(subparsers: Any) -> None:
             default=None,
             help=f"server profile (bundled: {profiles}; or one of yours in <data dir>/profiles)",
         )
-        parser.add_argument("--json", action="store_true", help=json_help)
+        if json_help is not None:
+            parser.add_argument("--json", action="store_true", help=json_help)
         parser.set_defaults(func=func)
         return parser
 
@@ -246,6 +257,18 @@ def register(subparsers: Any) -> None:
         'print one {"line": ...} object per line',
     )
     logs.add_argument("--follow", "-f", action="store_true", help="keep printing new lines")
+    from desktop.cli import selftest
+
+    selftest.add_arguments(
+        add(
+            "selftest",
+            "check that the server reads whole long documents: needles planted at several "
+            "depths of generated documents, recall per length and depth, prefill and decode "
+            "speed, prefix-cache reuse (exit 7 when a needle is missed)",
+            selftest.cmd_selftest,
+            None,  # selftest adds its own --json (the report as one object)
+        )
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

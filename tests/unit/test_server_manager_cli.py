@@ -14,7 +14,7 @@ from desktop import errors as app_errors
 from server_manager import errors
 
 ROOT = Path(__file__).resolve().parents[2]
-SUBCOMMANDS = ("start", "stop", "restart", "status", "logs")
+SUBCOMMANDS = ("start", "stop", "restart", "status", "logs", "selftest")
 
 
 def longdoc(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -51,6 +51,7 @@ def test_every_subcommand_takes_json_and_lists_only_its_codes(tmp_path: Path, co
         "stop": {0, 1, 2, 11, 17},
         "status": {0, 1, 2},
         "logs": {0, 1, 2, 18},
+        "selftest": {0, 1, 2, 4, 5, 7, 130},
     }[command]
     assert listed == expected
 
