@@ -101,10 +101,21 @@ class ProcessIdentity:
             return False
         return True
 
+    def exists(self) -> bool:
+        """True while this process (same pid and start time) is not yet a zombie.
+
+        Unlike ``alive`` it ignores the command line, which reads empty while an exiting
+        process tears down its memory: such a process is not signalled, but waited for.
+        """
+        fields = _stat_fields(self.pid)
+        if fields is None or len(fields) < 20 or fields[0] in ("Z", "X"):
+            return False
+        return fields[19] == str(self.start_ticks) and _boot_id() == self.boot_id
+
     def wait_gone(self, timeout_s: float) -> bool:
         """Wait until this process has ended; False if it still runs after ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
-        while self.alive():
+        while self.exists():
             if time.monotonic() > deadline:
                 return False
             time.sleep(POLL_S)

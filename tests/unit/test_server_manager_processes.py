@@ -114,3 +114,16 @@ def test_status_and_connection_ignore_a_stale_supervisor(
     manager = ServerManager(tmp_path, ManagerConfig(profile="native"))
     assert manager.connection() is None
     assert stranger.poll() is None
+
+
+def test_wait_gone_waits_until_the_process_is_really_gone() -> None:
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    identity = identify(process.pid)
+    assert identity is not None and identity.exists()
+    assert not identity.wait_gone(0.2)
+    process.terminate()
+    assert identity.wait_gone(10)
+    # Unreaped, it is a zombie: gone for every purpose, and never signalled.
+    assert not identity.exists() and not identity.alive()
+    assert identity.signal(signal.SIGTERM) is False
+    process.wait()
