@@ -43,11 +43,6 @@ class ContainerState:
     labels: dict[str, str] = field(default_factory=dict)
     error: str = ""
 
-    @property
-    def exited(self) -> bool:
-        """The container exists but its process is gone."""
-        return not self.running and self.status in ("exited", "stopped", "dead", "created")
-
     def describe_exit(self) -> str:
         """One phrase for why it ended, e.g. ``was killed for lack of memory (OOM)``."""
         if self.oom_killed:

@@ -20,7 +20,7 @@ def test_inspect_running() -> None:
     text = (DATA / "podman-inspect-running.json").read_text()
     [state] = parse_inspect(text)
     assert state.name == "cap1"
-    assert state.running and not state.exited
+    assert state.running
     assert state.status == "running"
     assert state.pid > 0
     assert state.labels == {"longdoc.managed": "1", "longdoc.port": "30000"}
@@ -29,7 +29,7 @@ def test_inspect_running() -> None:
 
 def test_inspect_killed() -> None:
     [state] = parse_inspect((DATA / "podman-inspect-killed.json").read_text())
-    assert not state.running and state.exited
+    assert not state.running and state.status == "exited"
     assert state.exit_code == 137
     assert state.pid == 0
     assert state.describe_exit() == "was killed by signal 9 (exit code 137)"
