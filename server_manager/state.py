@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from server_manager.errors import DataDirUnusable, ServerFailed
-from server_manager.processes import ProcessIdentity
+from server_manager.processes import ProcessIdentity, identify
 
 STATE_VERSION = 1
 
@@ -147,9 +147,28 @@ def read_state(paths: Paths) -> ServerState | None:
     if not isinstance(data, dict):
         return None
     try:
-        return ServerState.from_json(data)
+        state = ServerState.from_json(data)
     except TypeError:
         return None
+    if state.supervisor is None and state.supervisor_pid:
+        state.supervisor = _legacy_supervisor(paths, state.supervisor_pid)
+    return state
+
+
+def _legacy_supervisor(paths: Paths, pid: int) -> dict[str, Any] | None:
+    """The identity of a supervisor recorded by an older Longdoc (pid only), if that pid is
+    still a supervisor of this very data directory by its command line; else None (gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            argv = fh.read().split(b"\0")
+    except OSError:
+        return None
+    home = str(paths.home).encode()
+    is_ours = any(
+        argv[i : i + 2] == [b"server_manager", b"supervise"] for i in range(len(argv))
+    ) and any(argv[i : i + 2] == [b"--home", home] for i in range(len(argv)))
+    identity = identify(pid) if is_ours else None
+    return identity.to_json() if identity is not None else None
 
 
 def write_state(paths: Paths, state: ServerState) -> None:

@@ -127,3 +127,30 @@ def test_wait_gone_waits_until_the_process_is_really_gone() -> None:
     assert not identity.exists() and not identity.alive()
     assert identity.signal(signal.SIGTERM) is False
     process.wait()
+
+
+def test_an_older_longdocs_state_is_trusted_only_for_its_own_supervisor(tmp_path: Path) -> None:
+    from server_manager.state import read_state
+    from server_manager.supervisor import supervisor_running
+
+    def fake_supervisor(home: Path) -> subprocess.Popen[bytes]:
+        # The command line of a supervisor (python -m server_manager supervise --home H).
+        code = "import time; time.sleep(600)"
+        argv = [sys.executable, "-c", code, "server_manager", "supervise", "--home", str(home)]
+        return subprocess.Popen(argv)
+
+    ours, theirs = fake_supervisor(tmp_path), fake_supervisor(tmp_path / "other")
+    try:
+        paths = Paths(tmp_path)
+        for process, trusted in ((ours, True), (theirs, False)):
+            # What an older Longdoc wrote: pids only.
+            state = _state_naming(process.pid, None, "container")
+            state.supervisor = None
+            write_state(paths, state)
+            loaded = read_state(paths)
+            assert loaded is not None
+            assert supervisor_running(loaded) is trusted
+    finally:
+        for process in (ours, theirs):
+            process.kill()
+            process.wait()
