@@ -38,12 +38,14 @@ def _stat_fields(pid: int) -> list[str] | None:
 
 
 def _cmdline_digest(pid: int) -> str | None:
-    # A digest, not the argv itself: state.json need not repeat a command line.
+    # A digest, not the argv itself: state.json need not repeat a command line. Empty reads
+    # (a process in the middle of exec, or exiting) prove nothing: None.
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return hashlib.sha256(fh.read()).hexdigest()
+            cmdline = fh.read()
     except OSError:
         return None
+    return hashlib.sha256(cmdline).hexdigest() if cmdline else None
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,20 @@ class ProcessIdentity:
             self.signal(signal.SIGKILL, group)
             self.wait_gone(10.0)
         return True
+
+
+def identify_started(pid: int, timeout_s: float = 5.0) -> ProcessIdentity | None:
+    """The identity of a child just started: waits for its command line to be readable.
+
+    ``Popen`` returns once exec has begun, when the kernel may not yet have set the new
+    program's argv, so an immediate read can come back empty.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        identity = identify(pid)
+        if identity is not None or time.monotonic() > deadline or _stat_fields(pid) is None:
+            return identity
+        time.sleep(0.01)
 
 
 def identify(pid: int) -> ProcessIdentity | None:

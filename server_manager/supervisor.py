@@ -30,7 +30,7 @@ from server_manager.errors import (
     ServerManagerError,
 )
 from server_manager.logs import ServerLog, redactor
-from server_manager.processes import ProcessIdentity, identify
+from server_manager.processes import ProcessIdentity, identify, identify_started
 from server_manager.profiles import (
     LABEL_HOME,
     Profile,
@@ -273,7 +273,7 @@ class Supervisor:
                     start_new_session=True,
                 )
                 self._process = process
-                identity = identify(process.pid)
+                identity = identify_started(process.pid)
                 self._update(
                     pid=process.pid, process=identity.to_json() if identity is not None else None
                 )

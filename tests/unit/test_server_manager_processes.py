@@ -154,3 +154,20 @@ def test_an_older_longdocs_state_is_trusted_only_for_its_own_supervisor(tmp_path
         for process in (ours, theirs):
             process.kill()
             process.wait()
+
+
+def test_a_child_is_identified_by_its_new_program_not_mid_exec() -> None:
+    from server_manager.processes import identify_started
+
+    # Popen returns once exec has begun; the argv may not be readable yet. The identity
+    # recorded at once must be the one the process keeps.
+    for _ in range(30):
+        process = subprocess.Popen(["sleep", "60"])
+        try:
+            recorded = identify_started(process.pid)
+            assert recorded is not None
+            assert recorded == identify(process.pid)
+            assert recorded.alive()
+        finally:
+            process.kill()
+            process.wait()
