@@ -7,18 +7,19 @@ from __future__ import annotations
 
 import statistics
 import threading
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from desktop.answering import prefill
 from desktop.answering.budget import Budget, plan_budget
+from desktop.answering.events import Sent
 from desktop.answering.prompt import PageRange, count_prompt_tokens
 from desktop.answering.service import Answerer, Endpoint, resolve_endpoint
 from desktop.config import Settings, data_dir
 from desktop.documents.model import Document
 from desktop.store.db import Store, StoredAnswer
 from server_manager import Connection, connection_for
-
-# Prefill rates measured from answers whose first token took at least this long.
-_MIN_TTFT_FOR_RATE_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class BudgetView:
     document_tokens: int
     pages: PageRange
     page_count: int
+    thread_tokens: int = 0  # a thread's earlier turns, part of the prompt
 
 
 class Session:
@@ -76,30 +78,36 @@ class Session:
         return info.max_model_len
 
     def budget(
-        self, doc: Document, pages: PageRange | None, question: str, thinking: bool
+        self,
+        doc: Document,
+        pages: PageRange | None,
+        question: str,
+        thinking: bool,
+        history: Sequence[dict[str, str]] = (),
     ) -> BudgetView:
-        """The exact prompt size against the server's context (network + tokenizing)."""
+        """The exact prompt size against the server's context (network + tokenizing).
+
+        ``history``: a thread's earlier turns, part of the prompt after the document."""
         context = self.context_length()
         selected = pages or PageRange(1, max(len(doc.pages), 1))
-        prompt = count_prompt_tokens(doc, selected, question or "?", thinking)
+        prompt = count_prompt_tokens(doc, selected, question or "?", thinking, history)
         budget = plan_budget(prompt, context, self.settings.answer_reserve)
         # Instructions and question are what the whole-document prompt has beyond the
         # document; the same overhead applies to a range (prefix counts are cached).
         full = PageRange(1, max(len(doc.pages), 1))
-        overhead = count_prompt_tokens(doc, full, question or "?", thinking) - doc.tokens
+        overhead = count_prompt_tokens(doc, full, question or "?", thinking, history) - doc.tokens
         doc_tokens = max(0, min(prompt - overhead, prompt))
-        return BudgetView(budget, doc_tokens, selected, len(doc.pages))
+        thread = 0
+        if history:
+            thread = prompt - count_prompt_tokens(doc, selected, question or "?", thinking)
+        return BudgetView(budget, doc_tokens, selected, len(doc.pages), thread)
 
     # --- prefill throughput, for the waiting estimate ----------------------------------
 
     def learn(self, answers: list[StoredAnswer]) -> None:
-        """Record prefill rates (uncached prompt tokens per second to the first token)."""
-        rates = []
-        for a in answers:
-            if a.prompt_tokens and a.ttft_s and a.ttft_s >= _MIN_TTFT_FOR_RATE_S:
-                uncached = a.prompt_tokens - (a.cached_tokens or 0)
-                if uncached > 0:
-                    rates.append(uncached / a.ttft_s)
+        """Record prefill rates (uncached prompt tokens per second to the first token),
+        only from answers that really prefilled (see ``prefill.prefill_rate``)."""
+        rates = [r for r in (prefill.prefill_rate(a) for a in answers) if r is not None]
         if rates:
             with self._lock:
                 self._rates = (self._rates + rates)[-50:]
@@ -111,6 +119,14 @@ class Session:
                 return None
             rate = statistics.median(self._rates)
         return max(0.0, (prompt_tokens - cached_guess) / rate)
+
+    def prefill_guess(self, sent: Sent, earlier: list[StoredAnswer]) -> prefill.PrefillGuess:
+        """The expected wait for the first token of a prompt just sent."""
+        with self._lock:
+            rate = statistics.median(self._rates) if self._rates else None
+        return prefill.guess(
+            sent.prompt_tokens, rate, earlier, sent.first_page, sent.last_page, time.time()
+        )
 
     def recent_answers(self, limit_documents: int = 20) -> list[StoredAnswer]:
         """Answers about recently opened documents (to learn the throughput; blocking)."""
