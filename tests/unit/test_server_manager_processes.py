@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from server_manager import ManagerConfig, ServerManager
-from server_manager.processes import ProcessIdentity, identify
+from server_manager.processes import ProcessIdentity, identify, identify_started
 from server_manager.state import Paths, ServerState, write_state
 
 
@@ -31,7 +31,7 @@ def stranger() -> Iterator[subprocess.Popen[bytes]]:
 
 def test_identity_of_a_live_process_and_after_it_ends() -> None:
     process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    identity = identify(process.pid)
+    identity = identify_started(process.pid)
     assert identity is not None
     assert identity.pid == process.pid
     assert identity.alive()
@@ -44,7 +44,7 @@ def test_identity_of_a_live_process_and_after_it_ends() -> None:
 
 
 def test_a_reused_pid_is_not_the_recorded_process(stranger: subprocess.Popen[bytes]) -> None:
-    real = identify(stranger.pid)
+    real = identify_started(stranger.pid)
     assert real is not None
     # The same pid, started at another time (what a reboot or pid reuse looks like) ...
     earlier = replace(real, start_ticks=real.start_ticks - 1)
@@ -89,7 +89,7 @@ def test_stop_never_signals_a_stranger_named_by_a_stale_state(
     how: str,
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no container runtime to ask
-    real = identify(stranger.pid)
+    real = identify_started(stranger.pid)
     assert real is not None
     identity = None if how.startswith("bare") else {**real.to_json(), "start_ticks": 1}
     paths = Paths(tmp_path)
@@ -118,15 +118,18 @@ def test_status_and_connection_ignore_a_stale_supervisor(
 
 def test_wait_gone_waits_until_the_process_is_really_gone() -> None:
     process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    identity = identify(process.pid)
-    assert identity is not None and identity.exists()
-    assert not identity.wait_gone(0.2)
-    process.terminate()
-    assert identity.wait_gone(10)
-    # Unreaped, it is a zombie: gone for every purpose, and never signalled.
-    assert not identity.exists() and not identity.alive()
-    assert identity.signal(signal.SIGTERM) is False
-    process.wait()
+    try:
+        identity = identify_started(process.pid)
+        assert identity is not None and identity.exists()
+        assert not identity.wait_gone(0.2)
+        process.terminate()
+        assert identity.wait_gone(10)
+        # Unreaped, it is a zombie: gone for every purpose, and never signalled.
+        assert not identity.exists() and not identity.alive()
+        assert identity.signal(signal.SIGTERM) is False
+    finally:
+        process.kill()
+        process.wait()
 
 
 def test_an_older_longdocs_state_is_trusted_only_for_its_own_supervisor(tmp_path: Path) -> None:
@@ -141,6 +144,7 @@ def test_an_older_longdocs_state_is_trusted_only_for_its_own_supervisor(tmp_path
 
     ours, theirs = fake_supervisor(tmp_path), fake_supervisor(tmp_path / "other")
     try:
+        assert identify_started(ours.pid) and identify_started(theirs.pid)  # exec finished
         paths = Paths(tmp_path)
         for process, trusted in ((ours, True), (theirs, False)):
             # What an older Longdoc wrote: pids only.
@@ -157,8 +161,6 @@ def test_an_older_longdocs_state_is_trusted_only_for_its_own_supervisor(tmp_path
 
 
 def test_a_child_is_identified_by_its_new_program_not_mid_exec() -> None:
-    from server_manager.processes import identify_started
-
     # Popen returns once exec has begun; the argv may not be readable yet. The identity
     # recorded at once must be the one the process keeps.
     for _ in range(30):
