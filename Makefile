@@ -22,6 +22,7 @@ pytest: $(VENV)/.test-installed
 	QT_QPA_PLATFORM=offscreen LONGDOC_REQUIRE_CONTAINERS=1 $(BIN)/pytest
 
 bench: $(VENV)/.test-installed
+	$(BIN)/python bench/bench_startup.py
 	$(BIN)/python bench/bench_ingest.py
 	$(BIN)/python bench/bench_quotes.py
 	$(BIN)/python bench/bench_batch.py

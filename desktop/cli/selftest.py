@@ -8,8 +8,10 @@ import sys
 import threading
 from typing import Any
 
+from desktop.errors import EXIT_DOCTOR_PROBLEMS
+
 # A check found problems (shared with `longdoc doctor`): here, a needle was missed.
-EXIT_RECALL_LOST = 7
+EXIT_RECALL_LOST = EXIT_DOCTOR_PROBLEMS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

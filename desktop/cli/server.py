@@ -15,54 +15,60 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from desktop.config import data_dir, load_settings, with_overrides
-from desktop.errors import LongdocError
+from desktop.errors import (
+    COMMON_EXIT_CODES,
+    EXIT_DOCTOR_PROBLEMS,
+    EXIT_REQUEST_FAILED,
+    EXIT_SERVER_UNAVAILABLE,
+    LongdocError,
+    exit_codes_help,
+)
 from server_manager import ServerManager, ServerManagerError, ServerStatus, Stage
+from server_manager.errors import (
+    EXIT_IMAGE_MISSING,
+    EXIT_MODEL_DIR_MISSING,
+    EXIT_NO_CONTAINER_RUNTIME,
+    EXIT_NO_GPU_DEVICES,
+    EXIT_NOT_RUNNING,
+    EXIT_OTHER_SERVER_RUNNING,
+    EXIT_PORT_IN_USE,
+    EXIT_PROFILE_INVALID,
+    EXIT_RUNTIME_PERMISSION,
+    EXIT_SERVER_FAILED,
+)
 from server_manager.profiles import available_profiles
 
-# Only the codes each command can return (1 and 2 come from the data directory and
-# longdoc.toml, which every command reads).
-_COMMON = """\
-  0   success
-  1   the data directory cannot be created or written
-  2   usage: bad arguments, or a bad longdoc.toml
-"""
-_START = """\
-  4   (external profile) the server does not answer or refuses the profile's key
-  10  no container runtime (docker or podman) installed
-  11  no permission to use the container runtime
-  12  the profile's image is not present locally (load it with `docker load -i ...`)
-  13  the model directory is missing or has no config.json
-  14  the port is already in use
-  15  no GPU device nodes (/dev/kfd, /dev/dri)
-  16  the profile is invalid
-  17  the server failed: refused by the runtime, kept dying, or not ready in time
-  19  a server with another profile is running
-  130 interrupted
-"""
-EXIT_CODES = {
+# Only the codes each subcommand can return (desktop.errors.EXIT_CODES words them).
+_START = (
+    *COMMON_EXIT_CODES,
+    EXIT_SERVER_UNAVAILABLE,  # an external profile's server does not answer or refuses the key
+    EXIT_NO_CONTAINER_RUNTIME,
+    EXIT_RUNTIME_PERMISSION,
+    EXIT_IMAGE_MISSING,
+    EXIT_MODEL_DIR_MISSING,
+    EXIT_PORT_IN_USE,
+    EXIT_NO_GPU_DEVICES,
+    EXIT_PROFILE_INVALID,
+    EXIT_SERVER_FAILED,
+    EXIT_OTHER_SERVER_RUNNING,
+)
+SUBCOMMAND_EXIT_CODES: dict[str, tuple[int, ...]] = {
     "start": _START,
     "restart": _START,
-    "stop": """\
-  11  the container runtime did not answer
-  17  another Longdoc process kept the server locked
-""",
-    "status": "",
-    "logs": """\
-  18  no server log yet (the server was never started from this data directory)
-""",
-    "selftest": """\
-  4   the server is unreachable, still loading, or refusing the API key
-  5   the server rejected or broke off a request
-  7   a needle was missed: the server does not read whole documents
-  130 interrupted
-""",
+    # The runtime not answering; another process holding the start/stop lock.
+    "stop": (*COMMON_EXIT_CODES, EXIT_RUNTIME_PERMISSION, EXIT_SERVER_FAILED),
+    "status": COMMON_EXIT_CODES,
+    "logs": (*COMMON_EXIT_CODES, EXIT_NOT_RUNNING),
+    # Talks to the server (4, 5) and reports a missed needle (7).
+    "selftest": (
+        *COMMON_EXIT_CODES,
+        EXIT_SERVER_UNAVAILABLE,
+        EXIT_REQUEST_FAILED,
+        EXIT_DOCTOR_PROBLEMS,
+    ),
 }
-# All of them, for `longdoc server --help`.
-ALL_EXIT_CODES = _COMMON + _START.replace("  19", "  18  no server log yet (logs)\n  19")
-
-
-def _epilog(codes: str) -> str:
-    return "exit codes:\n" + codes
+# The `server` group's help lists them all.
+EXIT_CODES = tuple(sorted({code for codes in SUBCOMMAND_EXIT_CODES.values() for code in codes}))
 
 
 class ServerCommandFailed(LongdocError):
@@ -202,7 +208,7 @@ def register(subparsers: Any) -> None:
         help="start, stop and watch the local inference server",
         description="Start, stop and watch the local SGLang server (docker, podman or a "
         "host process), or use an external one, as the profile says.",
-        epilog=_epilog(ALL_EXIT_CODES),
+        epilog=exit_codes_help(EXIT_CODES),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = server.add_subparsers(dest="server_command", metavar="SUBCOMMAND", required=True)
@@ -219,7 +225,7 @@ def register(subparsers: Any) -> None:
             name,
             help=help_text,
             description=help_text,
-            epilog=_epilog(_COMMON + EXIT_CODES[name]),
+            epilog=exit_codes_help(SUBCOMMAND_EXIT_CODES[name]),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         parser.add_argument(
