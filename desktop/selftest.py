@@ -401,8 +401,9 @@ def run_for_settings(
 
     from desktop.answering.service import Answerer, resolve_endpoint
     from desktop.store.db import Store
+    from server_manager import connection_for
 
-    endpoint = resolve_endpoint(settings)
+    endpoint = resolve_endpoint(settings, lambda: connection_for(data_dir, settings))
     with tempfile.TemporaryDirectory(prefix="longdoc-selftest-") as scratch:
         store = Store(Path(scratch) / "selftest.db")
         answerer = Answerer(store, endpoint, settings)
