@@ -13,6 +13,7 @@ test: $(VENV)/.test-installed lint typecheck pytest
 lint: $(VENV)/.test-installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck: $(VENV)/.test-installed
 	$(BIN)/mypy

@@ -68,8 +68,11 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(14, "server manager: the port is already in use"),
     ExitCode(15, "server manager: no GPU device nodes (/dev/kfd, /dev/dri)"),
     ExitCode(16, "server manager: the profile is invalid"),
-    ExitCode(17, "server manager: the server failed (kept dying, or not ready in time)"),
-    ExitCode(18, "server manager: no server is running"),
+    ExitCode(
+        17,
+        "server manager: the server failed (its `run` refused, kept dying, or not ready in time)",
+    ),
+    ExitCode(18, "server manager: no server log yet (`server logs` before any start)"),
     ExitCode(19, "server manager: a server with another profile is running"),
     ExitCode(
         EXIT_INTERRUPTED,

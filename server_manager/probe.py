@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import re
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from desktop.net import auth_headers, urlopen
+from longdoc_net import auth_headers, opener_for
+from longdoc_net import is_loopback as is_loopback  # re-exported: the manager's callers use it
 
 TIMEOUT_S = 3.0
 
@@ -78,7 +80,7 @@ def get(url: str, api_key: str = "", timeout: float = TIMEOUT_S) -> Reply:
     """GET with a Bearer key; never raises for HTTP or network errors."""
     request = urllib.request.Request(url, headers=auth_headers(api_key))
     try:
-        with urlopen(request, timeout=timeout) as response:
+        with opener_for(url).open(request, timeout=timeout) as response:
             return Reply(response.status, response.read())
     except urllib.error.HTTPError as exc:
         with exc:

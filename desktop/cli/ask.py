@@ -186,7 +186,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from desktop.answering.format import ago
     from desktop.answering.pages import PageRange, describe, parse_range
     from desktop.answering.service import Answerer, Question, resolve_endpoint
-    from desktop.cli.common import open_store, settings_from, warn
+    from desktop.cli.common import managed_server, open_store, settings_from, warn
     from desktop.cli.ingest import json_path
     from desktop.library import open_document
 
@@ -201,7 +201,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 pages = parse_range(args.pages, doc.pages)
             except ValueError as exc:
                 raise UsageError(f"{display_path(args.path)}: {exc}") from None
-        answerer = Answerer(store, resolve_endpoint(settings), settings)
+        answerer = Answerer(store, resolve_endpoint(settings, managed_server(settings)), settings)
         thread = pick_thread(store, doc, args)
         question = Question(
             doc, args.question, pages, thinking, not args.no_cache, args.max_tokens, thread

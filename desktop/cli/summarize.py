@@ -129,7 +129,7 @@ def cmd_review(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, job: Any) -> int:
     from desktop.answering.service import Answerer, resolve_endpoint
     from desktop.batch import Batch, collect, default_concurrency, report_format, write_atomically
-    from desktop.cli.common import open_store, settings_from
+    from desktop.cli.common import managed_server, open_store, settings_from
     from desktop.errors import EXIT_BATCH_FAILED, EXIT_INTERRUPTED, UsageError
 
     job.force = bool(args.force)
@@ -143,7 +143,7 @@ def _run(args: argparse.Namespace, job: Any) -> int:
         raise UsageError("no files found in the given paths")
     settings = settings_from(args)
     store = open_store()
-    answerer = Answerer(store, resolve_endpoint(settings), settings)
+    answerer = Answerer(store, resolve_endpoint(settings, managed_server(settings)), settings)
     cancel = threading.Event()
     try:
         concurrency = args.concurrency or default_concurrency(answerer.client.server_info())

@@ -434,13 +434,14 @@ def test_every_error_class_exit_code_is_in_the_table() -> None:
     import desktop.errors
     import server_manager.errors
     from desktop.errors import EXIT_CODES, LongdocError
+    from server_manager.errors import ServerManagerError  # its own base: no desktop import
 
     codes = {e.code for e in EXIT_CODES}
     assert {6, 7} <= codes
     seen = []
     for module in (desktop.errors, server_manager.errors):
         for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, LongdocError):
+            if isinstance(value, type) and issubclass(value, LongdocError | ServerManagerError):
                 seen.append(value)
                 assert value.exit_code in codes, value
     assert len(seen) > 20

@@ -22,6 +22,7 @@ from desktop.answering.service import (
     Question,
     resolve_endpoint,
 )
+from desktop.cli.common import managed_server
 from desktop.config import ConfigError, Settings, load_settings, save_settings, with_overrides
 from desktop.errors import ContextUnknown, DocumentTooLarge, NoServerConfigured, ServerError
 from desktop.net import is_loopback
@@ -161,15 +162,17 @@ def test_the_external_profile_states_a_context_last(home: Path) -> None:
     (home / "profiles" / "external.toml").write_text(
         'url = "http://127.0.0.1:1"\napi_key = "k"\ncontext_length = 16384\n'
     )
-    endpoint = resolve_endpoint(Settings(profile="external"))
+    settings = Settings(profile="external")
+    endpoint = resolve_endpoint(settings, managed_server(settings))
     assert (endpoint.context_length, endpoint.stated_by) == (16_384, STATED_BY_PROFILE)
-    endpoint = resolve_endpoint(Settings(profile="external", context_length=8_192))
+    settings = Settings(profile="external", context_length=8_192)
+    endpoint = resolve_endpoint(settings, managed_server(settings))
     assert (endpoint.context_length, endpoint.stated_by) == (8_192, STATED_BY_SETTINGS)
 
 
 def test_no_server_is_a_typed_error(home: Path) -> None:
     with pytest.raises(NoServerConfigured, match="No server configured"):
-        resolve_endpoint(Settings())
+        resolve_endpoint(Settings(), managed_server(Settings()))
 
 
 # --- the larger count -------------------------------------------------------------------

@@ -11,7 +11,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("desktop", "server_manager")
+PACKAGES = ("desktop", "server_manager", "longdoc_net")
 
 
 def third_party_imports() -> dict[str, set[str]]:
