@@ -43,7 +43,7 @@ from desktop.ui import messages, tasks
 from desktop.ui.answer_view import AnswerView
 from desktop.ui.budget_bar import BudgetBar
 from desktop.ui.export import answer_markdown, history_markdown
-from desktop.ui.session import BudgetView, Session
+from desktop.ui.session import BudgetView, Session, document_unanswerable
 
 log = logging.getLogger("longdoc.ui.ask")
 
@@ -84,7 +84,10 @@ class AskPanel(QWidget):
         self.document: Document | None = None
         self.history: list[StoredAnswer] = []
         self._task: tasks.Task[None] | None = None
+        # Tasks stopped by the user: the panel is given back at once, they end behind it.
+        self._stopped: set[tasks.Task[None]] = set()
         self._question: Question | None = None
+        self._unanswerable: str | None = None  # why the open document cannot be asked about
         self._budget_task: tasks.Task[BudgetView] | None = None
         self._budget_dirty = False
         self.tokens_received = 0  # answer and reasoning deltas in the current answer
@@ -120,6 +123,11 @@ class AskPanel(QWidget):
         self.splitter.setChildrenCollapsible(False)
 
         self.budget_bar = BudgetBar()
+        # Which document (and pages) the question goes to, always in view.
+        self.target_label = QLabel()
+        self.target_label.setObjectName("askTarget")
+        self.target_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.target_label.setWordWrap(True)
         self.question_edit = QuestionEdit()
         self.question_edit.setObjectName("question")
         self.question_edit.setPlaceholderText(
@@ -168,6 +176,7 @@ class AskPanel(QWidget):
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(self.splitter, 1)
         layout.addWidget(self.budget_bar)
+        layout.addWidget(self.target_label)
         layout.addWidget(self.question_edit)
         layout.addLayout(row)
 
@@ -197,9 +206,12 @@ class AskPanel(QWidget):
         self.history_list.clear()
         self.answer_view.reset()
         self.pages_edit.clear()
+        self._unanswerable = document_unanswerable(doc) if doc is not None else None
         enabled = doc is not None
-        for widget in (self.question_edit, self.pages_edit, self.think_box, self.ask_button):
+        for widget in (self.question_edit, self.pages_edit, self.think_box):
             widget.setEnabled(enabled)
+        self._update_ask_button()
+        self._update_target()
         self.history_title.setText(
             "Questions about this document" if doc else "Open a document to ask about it"
         )
@@ -207,7 +219,39 @@ class AskPanel(QWidget):
             self.budget_bar.show_unknown("")
             return
         self.refresh_history()
+        if self._unanswerable is not None:
+            self.budget_bar.show_unknown(f"Cannot ask about this document: {self._unanswerable}.")
+            return
         self.refresh_budget()
+
+    def _update_ask_button(self) -> None:
+        """Ask is enabled when a document that has text is open and no answer is running."""
+        reason = self._unanswerable
+        self.ask_button.setEnabled(self.document is not None and reason is None and not self.busy)
+        self.ask_button.setToolTip(
+            f"Cannot ask: {reason}" if reason else "Ask (Enter, or Ctrl+Enter anywhere)"
+        )
+
+    def _update_target(self) -> None:
+        """Name the document and the pages the question goes to."""
+        doc = self.document
+        if doc is None:
+            self.target_label.setText("")
+            self.target_label.hide()
+            return
+        count = len(doc.pages)
+        try:
+            pages = self._pages()
+        except ValueError:
+            pages = None
+        if pages is None or (pages.first, pages.last) == (1, count):
+            scope = f"all {count:,} pages" if count != 1 else "its 1 page"
+        else:
+            scope = pages.describe(count)
+        title = doc.title or Path(doc.path).name
+        self.target_label.setText(f"Asking about: {title} — {scope}")
+        self.target_label.setToolTip(doc.path)
+        self.target_label.show()
 
     def refresh_history(self, select_id: int | None = None) -> None:
         """Reload the questions asked about the document (off the UI thread)."""
@@ -223,8 +267,8 @@ class AskPanel(QWidget):
 
         tasks.run_call(
             lambda: store.answers_for(doc.sha256),
+            receiver=self,
             success=loaded,
-            failure=messages.error,
             name="history",
         )
 
@@ -265,7 +309,7 @@ class AskPanel(QWidget):
     def refresh_budget(self) -> None:
         """Recount the prompt against the server's context (off the UI thread)."""
         doc = self.document
-        if doc is None:
+        if doc is None or self._unanswerable is not None:
             return
         if self._budget_task is not None and not self._budget_task.done:
             self._budget_dirty = True
@@ -288,6 +332,7 @@ class AskPanel(QWidget):
 
         self._budget_task = tasks.run_call(
             lambda: session.budget(doc, pages, question, thinking),
+            receiver=self,
             success=done,
             failure=failed,
             name="budget",
@@ -337,6 +382,7 @@ class AskPanel(QWidget):
             self.pages_hint.clear()
         else:
             self.pages_hint.setText(pages.describe(len(self.document.pages)))
+        self._update_target()
         self._schedule_budget()
 
     # --- asking ---------------------------------------------------------------------------
@@ -366,6 +412,9 @@ class AskPanel(QWidget):
         if doc is None:
             messages.info("Open a document first.")
             return False
+        if self._unanswerable is not None:
+            messages.warning(f"Cannot ask about {Path(doc.path).name}: {self._unanswerable}.")
+            return False
         text = self.question_edit.toPlainText().strip()
         if not text:
             self.question_edit.setFocus()
@@ -386,25 +435,39 @@ class AskPanel(QWidget):
         self.answer_view.start(text, scope)
         self.history_list.clearSelection()
         session = self.session
-        self._task = tasks.run_stream(
+        task = tasks.run_stream(
             lambda cancel: session.answerer().ask(question, cancel),
-            events=self._on_answer_events,
-            success=self._on_answer_done,
-            failure=self._on_answer_failed,
+            receiver=self,
+            # Once stopped, what still arrives is stored by the core, not shown.
+            events=lambda batch: self._on_answer_events(batch) if task is self._task else None,
+            success=lambda _: self._on_answer_done(task),
+            failure=lambda exc: self._on_answer_failed(task, exc),
             name="answer",
         )
+        self._task = task
         self._set_busy(True)
         self.answer_started.emit()
         return True
 
     def stop(self) -> None:
-        """Stop the answer; the core stores what arrived as incomplete."""
-        if self._task is not None and not self._task.done:
-            self._task.cancel()
-            self.stop_button.setEnabled(False)
+        """Stop the answer and give the panel back at once.
+
+        The request is cancelled (the connection shut down, the server told to abort) and
+        the core stores what arrived as incomplete behind the panel; nothing waits for it.
+        """
+        task = self._task
+        if task is None or task.done:
+            return
+        task.cancel()
+        self._task = None
+        self._stopped.add(task)
+        task.finished.connect(lambda: self._stopped.discard(task))
+        self._set_busy(False)
+        self.answer_view.fail("Stopped. What arrived is kept in the history as incomplete.")
+        self.answer_finished.emit(Cancelled())
 
     def _set_busy(self, busy: bool) -> None:
-        self.ask_button.setEnabled(not busy and self.document is not None)
+        self._update_ask_button()
         self.stop_button.setEnabled(busy)
         self.history_list.setEnabled(not busy)
         self.busy_changed.emit(busy)
@@ -450,12 +513,20 @@ class AskPanel(QWidget):
         elif isinstance(event, Usage | Finished):
             pass  # the stored answer carries the same figures
 
-    def _on_answer_done(self, _result: None) -> None:
+    def _on_answer_done(self, task: tasks.Task[None]) -> None:
+        if task is not self._task:  # stopped by the user, then it finished anyway
+            self.refresh_history()
+            return
+        self._task = None
         self._set_busy(False)
         answer = self.answer_view.answer
         self.answer_finished.emit(answer)
 
-    def _on_answer_failed(self, exc: BaseException) -> None:
+    def _on_answer_failed(self, task: tasks.Task[None], exc: BaseException) -> None:
+        if task is not self._task:  # stopped: the panel was given back already
+            self.refresh_history()
+            return
+        self._task = None
         self._set_busy(False)
         managed = not self.session.settings.endpoint
         if isinstance(exc, Cancelled):
@@ -511,6 +582,7 @@ class AskPanel(QWidget):
         else:
             tasks.run_call(
                 job,
+                receiver=self,
                 success=show,
                 failure=lambda exc: log.warning("checking quotes failed: %s", exc),
                 name="check quotes",
@@ -579,9 +651,12 @@ class AskPanel(QWidget):
 
     def shutdown(self, timeout_ms: int = 10_000) -> None:
         """Stop a running answer and wait until the core has stored it (window closing)."""
-        if self.busy and self._task is not None:
-            self._task.cancel()
-            self._task.detach()
+        running = [t for t in (self._task, *self._stopped) if t is not None and not t.done]
+        for task in running:
+            task.cancel()
+            task.detach()
+        self._task = None
+        if running:
             tasks.wait_all(timeout_ms)
 
 

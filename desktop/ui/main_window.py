@@ -111,7 +111,13 @@ class MainWindow(QMainWindow):
             self._on_bus_message_posted(message)
         self.library.refresh()
         self.monitor.start()
-        tasks.run_call(session.recent_answers, success=session.learn, name="learn rates")
+        tasks.run_call(
+            session.recent_answers,
+            receiver=self,
+            success=session.learn,
+            failure=lambda exc: log.info("no prefill rates learnt: %s", exc),
+            name="learn rates",
+        )
 
     # --- actions and shortcuts ---------------------------------------------------------
 
@@ -260,9 +266,7 @@ class MainWindow(QMainWindow):
             if self.library.selected_sha() == sha:
                 self.show_document(doc)
 
-        tasks.run_call(
-            lambda: store.load_document(sha), success=loaded, failure=messages.error, name="load"
-        )
+        tasks.run_call(lambda: store.load_document(sha), receiver=self, success=loaded, name="load")
 
     @Slot(object)
     def _on_library_document_opened(self, doc: Document) -> None:
@@ -311,6 +315,7 @@ class MainWindow(QMainWindow):
 
         self._context_task = tasks.run_call(
             session.context_length,
+            receiver=self,
             success=known,
             failure=lambda exc: log.info("context length unknown: %s", exc),
             name="context length",
@@ -435,4 +440,4 @@ class MainWindow(QMainWindow):
         )
         if answer == QMessageBox.StandardButton.Yes:
             manager = ServerManager(data_dir(), settings)
-            tasks.run_call(manager.stop, failure=messages.error, name="stop server")
+            tasks.run_call(manager.stop, receiver=self, name="stop server")

@@ -14,10 +14,29 @@ from desktop.answering.prompt import PageRange, count_prompt_tokens
 from desktop.answering.service import Answerer, Endpoint, resolve_endpoint
 from desktop.config import Settings
 from desktop.documents.model import Document
+from desktop.documents.pdf import no_text_reason
 from desktop.store.db import Store, StoredAnswer
 
 # Prefill rates measured from answers whose first token took at least this long.
 _MIN_TTFT_FOR_RATE_S = 0.5
+
+
+def unanswerable_reason(kind: str, pages: int, empty_pages: int) -> str | None:
+    """Why no question can be asked about a document (no text at all), else None.
+
+    The same rule as the core's ``require_text`` for the whole document, from the counts a
+    library row has; the server reads text only, so image-only pages give it nothing.
+    """
+    if pages and empty_pages < pages:
+        return None
+    if kind == "pdf" and pages:
+        return no_text_reason(pages)
+    return "the document holds no text"
+
+
+def document_unanswerable(doc: Document) -> str | None:
+    """``unanswerable_reason`` for an open document."""
+    return unanswerable_reason(doc.kind, len(doc.pages), len(doc.empty_pages))
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,17 @@ shared ``QThreadPool``. Workers never touch widgets: results, events and errors 
 the UI thread only through queued signals on a ``Task`` object that lives there, and the
 callbacks (``success``, ``failure``, ``events``) always run on the UI thread.
 
+Every task belongs to a *receiver* (the widget or object that asked). When the receiver's
+C++ object is gone by the time a result arrives, the result is dropped: no callback ever
+runs against a deleted widget. A failure without a ``failure`` callback is shown to the
+user (the safe default), not just logged.
+
+Finished work is let go: the worker is a plain callable (``QThreadPool.start(callable)``),
+not a ``QRunnable`` subclass, because PySide keeps the Python wrapper of an auto-deleting
+``QRunnable`` alive forever when its ``run()`` returns before ``QThreadPool.start()`` does
+(a short job; measured: 11 of 2,000 instant jobs leaked, 0 with callables). A task drops
+its callbacks once delivered, and the module forgets it (see bench/bench_ui_tasks.py).
+
 Streams are coalesced: the worker appends events to a locked buffer and posts one signal
 only when the buffer was empty, so a server sending thousands of tokens per second costs
 the UI thread one wake-up per drain, not one per token (see bench/bench_ui_stream.py).
@@ -14,10 +25,14 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
+import shiboken6
+from PySide6.QtCore import QObject, QThreadPool, Signal, Slot
+
+from desktop.ui import messages
 
 log = logging.getLogger("longdoc.ui.tasks")
 
@@ -25,20 +40,27 @@ T = TypeVar("T")
 
 # Every task still running, so Python does not collect a Task whose worker is alive.
 _running: set[Task[Any]] = set()
+# Every Task object not yet collected (bench and tests check that finished ones go).
+_alive: weakref.WeakSet[Task[Any]] = weakref.WeakSet()
+
+
+def _show_failure(exc: BaseException) -> None:
+    messages.error(exc)
 
 
 class Task(QObject, Generic[T]):
-    """A handle on one background job; lives on the UI thread, owned by the caller."""
+    """A handle on one background job; lives on the UI thread, tied to its receiver."""
 
     # Emitted from the worker thread; received here, on the UI thread (queued).
     _result_ready = Signal(object)
     _error_raised = Signal(object)
     _events_pending = Signal()
-    # Public, on the UI thread, after the callbacks ran.
+    # Public, on the UI thread, after the callbacks ran (or were dropped).
     finished = Signal()
 
     def __init__(
         self,
+        receiver: QObject,
         success: Callable[[T], None] | None,
         failure: Callable[[BaseException], None] | None,
         events: Callable[[list[Any]], None] | None = None,
@@ -47,8 +69,11 @@ class Task(QObject, Generic[T]):
         super().__init__()
         self.name = name
         self.cancel_event = threading.Event()
+        self._receiver = receiver
         self._success = success
-        self._failure = failure
+        self._failure: Callable[[BaseException], None] | None = (
+            failure if failure is not None else _show_failure
+        )
         self._events = events
         self._buffer: list[Any] = []
         self._lock = threading.Lock()
@@ -56,6 +81,7 @@ class Task(QObject, Generic[T]):
         self._result_ready.connect(self._on_result_ready)
         self._error_raised.connect(self._on_error_raised)
         self._events_pending.connect(self._on_events_pending)
+        _alive.add(self)
 
     # --- called by the owner (UI thread) ---------------------------------------------
 
@@ -65,14 +91,18 @@ class Task(QObject, Generic[T]):
 
     @property
     def done(self) -> bool:
-        """True once ``success`` or ``failure`` has been delivered."""
+        """True once the job ended (its result delivered or dropped)."""
         return self._done
 
     def detach(self) -> None:
-        """Drop the callbacks: the widget that asked is going away; the work still ends."""
+        """Drop the callbacks: the caller no longer wants the result; the work still ends."""
         self._success = None
         self._failure = None
         self._events = None
+
+    def _receiver_alive(self) -> bool:
+        receiver = self._receiver
+        return receiver is not None and shiboken6.isValid(receiver)
 
     # --- called by the worker thread ------------------------------------------------
 
@@ -93,47 +123,44 @@ class Task(QObject, Generic[T]):
     @Slot()
     def _on_events_pending(self) -> None:
         batch = self._take_events()
-        if batch and self._events is not None:
+        if batch and self._events is not None and self._receiver_alive():
             self._events(batch)
 
     @Slot(object)
     def _on_result_ready(self, result: Any) -> None:
         self._on_events_pending()  # events posted just before the end come first
+        success = self._success if self._receiver_alive() else None
         self._finish()
-        if self._success is not None:
-            self._success(result)
+        if success is not None:
+            success(result)
         self.finished.emit()
 
     @Slot(object)
     def _on_error_raised(self, exc: BaseException) -> None:
         self._on_events_pending()
+        failure = self._failure if self._receiver_alive() else None
         self._finish()
-        if self._failure is not None:
-            self._failure(exc)
+        if failure is not None:
+            failure(exc)
         else:
-            log.error("background %s failed: %s", self.name, exc, exc_info=exc)
+            log.info("background %s ended after its receiver was gone: %s", self.name, exc)
         self.finished.emit()
 
     def _finish(self) -> None:
         self._done = True
+        # Let go of whatever the callbacks hold (widgets, documents, answers).
+        self.detach()
+        self._receiver = None  # type: ignore[assignment]
         _running.discard(self)
 
 
-class _Worker(QRunnable):
-    """Runs in the pool; talks to its Task only through signals and the locked buffer."""
+def _work(task: Task[Any], job: Callable[[], Any], stream: bool) -> Callable[[], None]:
+    """The callable the pool runs; talks to its Task only through signals and the buffer."""
 
-    def __init__(self, task: Task[Any], job: Callable[[], Any], stream: bool) -> None:
-        super().__init__()
-        self.setAutoDelete(True)
-        self._task = task
-        self._job = job
-        self._stream = stream
-
-    def run(self) -> None:
-        task = self._task
+    def run() -> None:
         try:
-            if self._stream:
-                generator: Iterator[Any] = self._job()
+            if stream:
+                generator: Iterator[Any] = job()
                 try:
                     for event in generator:
                         task._post_event(event)
@@ -143,11 +170,13 @@ class _Worker(QRunnable):
                         close()
                 result: Any = None
             else:
-                result = self._job()
+                result = job()
         except BaseException as exc:
             task._error_raised.emit(exc)
         else:
             task._result_ready.emit(result)
+
+    return run
 
 
 def pool() -> QThreadPool:
@@ -158,20 +187,26 @@ def pool() -> QThreadPool:
 def run_call(
     job: Callable[[], T],
     *,
+    receiver: QObject,
     success: Callable[[T], None] | None = None,
     failure: Callable[[BaseException], None] | None = None,
     name: str = "call",
 ) -> Task[T]:
-    """Run ``job()`` off the UI thread; ``success(result)`` or ``failure(exc)`` on it."""
-    task: Task[T] = Task(success, failure, name=name)
+    """Run ``job()`` off the UI thread; ``success(result)`` or ``failure(exc)`` on it.
+
+    Nothing is delivered once ``receiver`` is deleted. Without ``failure`` an error is
+    shown to the user through ``messages.error``.
+    """
+    task: Task[T] = Task(receiver, success, failure, name=name)
     _running.add(task)
-    pool().start(_Worker(task, job, stream=False))
+    pool().start(_work(task, job, stream=False))
     return task
 
 
 def run_stream(
     start: Callable[[threading.Event], Iterator[Any]],
     *,
+    receiver: QObject,
     events: Callable[[list[Any]], None],
     success: Callable[[None], None] | None = None,
     failure: Callable[[BaseException], None] | None = None,
@@ -182,15 +217,21 @@ def run_stream(
     ``events(batch)`` runs on the UI thread with every event that arrived since the last
     call, in order. ``Task.cancel()`` sets the event the core generator watches.
     """
-    task: Task[None] = Task(success, failure, events, name=name)
+    task: Task[None] = Task(receiver, success, failure, events, name=name)
     _running.add(task)
-    pool().start(_Worker(task, lambda: start(task.cancel_event), stream=True))
+    cancel = task.cancel_event
+    pool().start(_work(task, lambda: start(cancel), stream=True))
     return task
 
 
 def running_tasks() -> list[Task[Any]]:
     """Tasks not finished yet (for a clean shutdown)."""
     return list(_running)
+
+
+def live_tasks() -> int:
+    """Task objects not collected yet, finished or not (bench and tests)."""
+    return len(_alive)
 
 
 def wait_all(timeout_ms: int = 10_000) -> bool:
