@@ -67,6 +67,13 @@ class Session:
         if old is not None:
             old.close()
 
+    def close(self) -> None:
+        """Release the answerer's connections (the window is closing)."""
+        with self._lock:
+            old, self._answerer = self._answerer, None
+        if old is not None:
+            old.close()
+
     def answerer(self) -> Answerer:
         """The answerer for the configured or managed endpoint (blocking: reads state)."""
         endpoint = resolve_endpoint(self.settings)
