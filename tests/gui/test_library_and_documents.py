@@ -15,6 +15,7 @@ from pytestqt.qtbot import QtBot
 from desktop.config import Settings, config_path, setting_sources
 from desktop.documents.model import Document
 from desktop.store.db import DocumentSummary
+from desktop.ui import tasks
 from desktop.ui.document_view import DocumentView
 from desktop.ui.main_window import MainWindow
 from desktop.ui.settings_dialog import SettingsDialog
@@ -192,6 +193,8 @@ def summaries(n: int) -> list[DocumentSummary]:
 def test_a_large_library_changes_in_one_batch(qtbot: QtBot, window: MainWindow) -> None:
     library = window.library
     model = library.model
+    # The window lists the (empty) store as it opens: let that land first.
+    qtbot.waitUntil(lambda: all(t.name != "list documents" for t in tasks.running_tasks()))
     library.set_documents(summaries(2_000))
     assert model.rowCount() == 2_000
     changes: list[tuple[int, int]] = []
