@@ -11,8 +11,9 @@ Nothing here may depend on the time, the question or the history.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 
+# PageRange lives with the page-range grammar; re-exported for the prompt's callers.
+from desktop.answering.pages import PageRange as PageRange
 from desktop.documents import tokens
 from desktop.documents.layout import document_block, neutralize
 from desktop.documents.model import Document
@@ -35,39 +36,6 @@ using the printed label from the page markers.
 
 IM_START = "<|im_start|>"
 IM_END = "<|im_end|>"
-
-
-@dataclass(frozen=True)
-class PageRange:
-    """An inclusive range of 1-based page numbers."""
-
-    first: int
-    last: int
-
-    @classmethod
-    def parse(cls, text: str, page_count: int) -> PageRange:
-        """Parse ``"3-10"``, ``"7"`` or ``"5-"``; raise ValueError with a readable reason."""
-        raw = text.strip()
-        try:
-            if "-" in raw:
-                a, b = raw.split("-", 1)
-                first = int(a) if a.strip() else 1
-                last = int(b) if b.strip() else page_count
-            else:
-                first = last = int(raw)
-        except ValueError:
-            raise ValueError(f"page range {text!r} is not like 1-120") from None
-        if first < 1 or last < first:
-            raise ValueError(f"page range {text!r} is empty or starts before page 1")
-        if first > page_count:
-            raise ValueError(f"page range {text!r} starts after the last page ({page_count})")
-        return cls(first, min(last, page_count))
-
-    def describe(self, page_count: int) -> str:
-        """Human words, e.g. "pages 1-120 of 300"."""
-        if self.first == 1 and self.last == page_count:
-            return f"all {page_count} pages"
-        return f"pages {self.first}-{self.last} of {page_count}"
 
 
 def full_range(doc: Document) -> PageRange:

@@ -37,7 +37,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The full command-line parser."""
-    from desktop.cli import ask, gui, ingest, summarize
+    from desktop.cli import ask, doctor, gui, ingest, summarize
 
     parser = _Parser(
         prog="longdoc",
@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.register(sub)
     summarize.register(sub)
     gui.register(sub)
+    doctor.register(sub)
     try:
         from desktop.cli import server
     except ImportError:  # pragma: no cover - the server CLI ships with server_manager
@@ -69,6 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse, dispatch, turn expected failures into one line and an exit code."""
+    probe = os.environ.get("LONGDOC_PROBE")
+    if probe:
+        # `longdoc doctor` in a one-folder build checks Qt in a child like this.
+        from desktop.doctor import run_probe
+
+        return run_probe(probe)
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(

@@ -38,6 +38,7 @@ from desktop.documents.model import Document
 from desktop.errors import ConfigError
 from desktop.ui import messages, tasks
 from desktop.ui.ask_panel import AskPanel
+from desktop.ui.doctor_dialog import DoctorDialog
 from desktop.ui.document_view import DocumentView
 from desktop.ui.library_panel import LibraryPanel
 from desktop.ui.server_panel import ServerIndicator, ServerMonitor, ServerPanel
@@ -237,6 +238,9 @@ class MainWindow(QMainWindow):
         server_menu = menu.addMenu("&Server")
         server_menu.addAction(self._action("Server &panel…", None, self.show_server_panel))
 
+        help_menu = menu.addMenu("&Help")
+        help_menu.addAction(self._action("&Check this workstation…", None, self.show_doctor))
+
     @Slot()
     def _on_ask_action_triggered(self) -> None:
         self.ask_panel.ask()
@@ -405,6 +409,23 @@ class MainWindow(QMainWindow):
             self.server_panel.settings_changed.connect(self._apply_settings)
         self.server_panel.show()
         self.server_panel.raise_()
+
+    def show_doctor(self) -> DoctorDialog:
+        """Help ▸ Check this workstation: the ``longdoc doctor`` checklist."""
+        from desktop.doctor import Context
+
+        settings = self.session.settings
+        context = Context(
+            data_dir=data_dir(),
+            profile_name=settings.profile,
+            container_runtime=settings.container_runtime,
+            endpoint=settings.endpoint,
+            api_key=settings.api_key,
+        )
+        dialog = DoctorDialog(context, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+        return dialog
 
     @Slot()
     def _on_ask_panel_server_start_requested(self) -> None:

@@ -279,6 +279,16 @@ def compose_answer(prompt: str, question: str) -> tuple[str, str]:
     return reasoning, answer
 
 
+_NEEDLE_RE = re.compile(r"access code for the (\w+) vault is (\d{6})")
+
+
+def needle_answer(prompt: str, horizon: float) -> str:
+    """The codes a model that reads only the first ``horizon`` of the prompt would give."""
+    limit = int(len(prompt) * horizon)
+    found = [m for m in _NEEDLE_RE.finditer(prompt) if m.end() <= limit]
+    return "\n".join(f"{m.group(1)}: {m.group(2)}" for m in found) or "No codes found."
+
+
 def fit_tokens(text: str, target: int | None) -> str:
     """``text`` padded with filler words (or cut) to exactly ``target`` tokens."""
     if target is None:
@@ -358,6 +368,10 @@ class Behaviour:
     """Prefill speed for uncached prompt tokens; None = instant."""
     ready: bool = True
     """False makes /health, /health_generate and /ready answer 503."""
+    needle_horizon: float | None = None
+    """Needle mode (``longdoc server selftest``): answer "vault: code" for every planted
+    access code in the first ``needle_horizon`` fraction of the prompt (1.0 reads it all;
+    0.6 misses late needles, like a server whose context silently ends early)."""
     stall_after: int | None = None
     """Streams write this many SSE events, then hang: no more bytes and no close, deaf to
     ``/abort_request`` and to the client leaving, until the server stops (a wedged server).
@@ -378,6 +392,7 @@ class Behaviour:
         "answer_text",
         "prefill_tokens_per_s",
         "ready",
+        "needle_horizon",
         "stall_after",
     )
 
@@ -1249,6 +1264,8 @@ class _Handler(BaseHTTPRequestHandler):
         reasoning, answer = compose_answer(prompt, last_question(messages))
         if settings["answer_text"] is not None:
             answer = str(settings["answer_text"])
+        if settings["needle_horizon"] is not None:
+            answer = needle_answer(prompt, float(settings["needle_horizon"]))
         answer = fit_tokens(answer, settings["answer_tokens"])
         pieces: list[Piece] = []
         reasoning_tokens = 0
