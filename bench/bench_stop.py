@@ -71,6 +71,7 @@ def main() -> int:
         window = create_window(
             Settings(endpoint=server.url, api_key=API_KEY), Store(db_path()), poll_ms=2_000
         )
+        window.ask_panel.warm_up_enabled = False  # only the questions reach the server
         window.resize(1400, 900)
         window.show()
         window.add_paths([PDF])

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal, Slot
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtGui import QKeyEvent, QPalette
 from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
@@ -49,6 +50,8 @@ from desktop.ui.session import BudgetView, Session, document_unanswerable
 log = logging.getLogger("longdoc.ui.ask")
 
 BUDGET_DEBOUNCE_MS = 400
+# A document opened is warmed after this pause (not for each one flicked past).
+WARM_UP_DELAY_MS = 700
 # Quotes are checked on the UI thread for up to this much page text (~15 ms) and answer
 # text (a long answer has many quotes: 400 cost ~25 ms), else in a worker.
 QUOTE_CHECK_INLINE_CHARS = 100_000
@@ -89,6 +92,12 @@ class AskPanel(QWidget):
         self._stopped: set[tasks.Task[None]] = set()
         self._question: Question | None = None
         self._unanswerable: str | None = None  # why the open document cannot be asked about
+        # Warm-up: the server prefills the open document while nobody asks anything.
+        self.warm_up_enabled = True
+        self.server_ready = False  # the server is up and idle (the window tells us)
+        self._warm_task: tasks.Task[object] | None = None
+        self._warm_cancel: threading.Event | None = None
+        self._warmed: set[tuple[str, str]] = set()  # (endpoint URL, document sha)
         self._budget_task: tasks.Task[BudgetView] | None = None
         self._budget_dirty = False
         self.tokens_received = 0  # answer and reasoning deltas in the current answer
@@ -128,6 +137,12 @@ class AskPanel(QWidget):
         self.target_label.setObjectName("askTarget")
         self.target_label.setTextFormat(Qt.TextFormat.PlainText)
         self.target_label.setWordWrap(True)
+        self.warm_label = QLabel()
+        self.warm_label.setObjectName("warmState")
+        self.warm_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.warm_label.setWordWrap(True)
+        self.warm_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.warm_label.hide()
         self.question_edit = QuestionEdit()
         self.question_edit.setObjectName("question")
         self.question_edit.setPlaceholderText(
@@ -177,6 +192,7 @@ class AskPanel(QWidget):
         layout.addWidget(self.splitter, 1)
         layout.addWidget(self.budget_bar)
         layout.addWidget(self.target_label)
+        layout.addWidget(self.warm_label)
         layout.addWidget(self.question_edit)
         layout.addLayout(row)
 
@@ -184,6 +200,10 @@ class AskPanel(QWidget):
         self._budget_timer.setSingleShot(True)
         self._budget_timer.setInterval(BUDGET_DEBOUNCE_MS)
         self._budget_timer.timeout.connect(self.refresh_budget)
+        self._warm_timer = QTimer(self)
+        self._warm_timer.setSingleShot(True)
+        self._warm_timer.setInterval(WARM_UP_DELAY_MS)
+        self._warm_timer.timeout.connect(self._start_warm_up)
         self.set_document(None)
 
     # --- document -------------------------------------------------------------------------
@@ -200,6 +220,7 @@ class AskPanel(QWidget):
         if self.busy:
             self.stop()
             messages.info("Stopped the answer: another document was opened.")
+        self.cancel_warm_up()  # superseded by the document opened now
         self.document = doc
         self._page_chars = 0
         self.history = []
@@ -223,6 +244,101 @@ class AskPanel(QWidget):
             self.budget_bar.show_unknown(f"Cannot ask about this document: {self._unanswerable}.")
             return
         self.refresh_budget()
+        self._warm_timer.start()
+
+    # --- warm-up --------------------------------------------------------------------------
+
+    def set_server_state(self, state: str) -> None:
+        """The server's state (ready, busy, starting, stopped, failed): warm the open
+        document when it is ready and idle; a server that went away has forgotten it all."""
+        self.server_ready = state == "ready"
+        if state in ("stopped", "starting", "failed"):
+            self._warmed.clear()
+        doc = self.document
+        if (
+            self.server_ready
+            and doc is not None
+            and self._warm_key(doc) not in self._warmed
+            and not self.warming
+            and not self._warm_timer.isActive()
+        ):
+            self._warm_timer.start()
+
+    def _warm_key(self, doc: Document) -> tuple[str, str]:
+        return (self.session.settings.endpoint or "managed", doc.sha256)
+
+    @property
+    def warming(self) -> bool:
+        """A warm-up is running."""
+        return self._warm_task is not None and not self._warm_task.done
+
+    @Slot()
+    def _start_warm_up(self) -> None:
+        """Have the server read the open document now, so the first question starts at once.
+
+        Only while nothing else is asked (the server is idle, no answer runs); a question
+        or another document cancels it. Nothing is shown if it fails: it is only a head
+        start, and the question itself says what is wrong."""
+        doc = self.document
+        if (
+            not self.warm_up_enabled
+            or not self.server_ready
+            or doc is None
+            or self._unanswerable is not None
+            or self.busy
+            or self.warming
+        ):
+            return
+        session = self.session
+        try:
+            pages = self._pages()
+        except ValueError:
+            return
+        key = self._warm_key(doc)
+        if key in self._warmed:
+            self._show_warm(f"Ready for questions: the server holds {self._doc_name(doc)}.")
+            return
+        cancel = threading.Event()
+        self._warm_cancel = cancel
+        self._show_warm(
+            f"Reading {self._doc_name(doc)} into the server's cache, so the first question "
+            "starts at once…"
+        )
+
+        def done(_result: object) -> None:
+            self._warmed.add(key)
+            if self.document is doc and not self.busy:
+                self._show_warm(f"Ready for questions: the server holds {self._doc_name(doc)}.")
+
+        def failed(exc: BaseException) -> None:
+            if not isinstance(exc, Cancelled):
+                log.info("warming %s up failed: %s", doc.path, exc)
+            if self.document is doc and self._warm_cancel is cancel:
+                self.warm_label.hide()
+
+        self._warm_task = tasks.run_call(
+            lambda: session.answerer().prewarm(doc, pages, cancel),
+            receiver=self,
+            success=done,
+            failure=failed,
+            name="warm up",
+        )
+
+    def cancel_warm_up(self) -> None:
+        """Stop a warm-up (a question is asked, or another document opened)."""
+        self._warm_timer.stop()
+        if self._warm_cancel is not None:
+            self._warm_cancel.set()
+            self._warm_cancel = None
+        self.warm_label.hide()
+
+    def _show_warm(self, text: str) -> None:
+        self.warm_label.setText(text)
+        self.warm_label.show()
+
+    @staticmethod
+    def _doc_name(doc: Document) -> str:
+        return doc.title or Path(doc.path).name
 
     def _update_ask_button(self) -> None:
         """Ask is enabled when a document that has text is open and no answer is running."""
@@ -430,6 +546,7 @@ class AskPanel(QWidget):
         scope = ""
         if pages is not None and (pages.first, pages.last) != (1, len(doc.pages)):
             scope = f"About {pages.describe(len(doc.pages))} only"
+        self.cancel_warm_up()  # the question prefills the document itself
         self._question = question
         self.tokens_received = 0
         self.answer_view.start(text, scope)
@@ -506,6 +623,8 @@ class AskPanel(QWidget):
         if isinstance(event, Sent):
             self.answer_view.on_sent(event, self.session.prefill_estimate(event.prompt_tokens))
         elif isinstance(event, Stored):
+            if doc is not None and not event.from_cache:
+                self._warmed.add(self._warm_key(doc))  # the server holds it now
             self.answer_view.finish(event, len(doc.pages) if doc else 0)
             self.check_quotes(event.answer)
             self.session.learn([event.answer])

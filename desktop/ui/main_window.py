@@ -377,6 +377,7 @@ class MainWindow(QMainWindow):
     @Slot(object)
     def _on_monitor_status_changed(self, status: ServerStatus) -> None:
         self.indicator.set_status(status)
+        self.ask_panel.set_server_state(status.state)
         became_ready = status.state in ("ready", "busy") and self._server_state not in (
             "ready",
             "busy",
