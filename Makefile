@@ -24,6 +24,9 @@ bench: $(VENV)/.test-installed
 	$(BIN)/python bench/bench_ingest.py
 	$(BIN)/python bench/bench_quotes.py
 	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_ui_stream.py
+	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_stop.py
+	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_library.py
+	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_ui_tasks.py
 
 screenshots: $(VENV)/.test-installed
 	QT_QPA_PLATFORM=offscreen $(BIN)/python packaging/screenshots.py --out screenshots

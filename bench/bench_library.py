@@ -170,7 +170,7 @@ def main() -> int:
         window.add_paths(batch)
         assert spin(app, lambda done=done: bool(done), 120), "ingest did not finish"  # type: ignore[misc]
         figures["add 20 (wall)"] = time.perf_counter() - started
-        figures["add 20 (UI)"] = spent[0]
+        figures["add 20 (UI, sum)"] = spent[0]
         figures["add 20 worst stall"] = lateness.stop()
         assert library.model.rowCount() == size + 20
 
@@ -199,7 +199,8 @@ def main() -> int:
             cells.append(f"{value:9.1f} ({ratio:4.1f}x)")
         print("  " + key.ljust(22) + "".join(f"{c:>18}" for c in cells))
     largest = rows[sizes[-1]]
-    worst_ui = max(v for k, v in largest.items() if "(UI)" in k or "stall" in k)
+    # Single blocks of the UI thread (the 20 additions' sum is spread over their arrival).
+    worst_ui = max(v for k, v in largest.items() if k.endswith("(UI)") or "stall" in k)
     print(
         f"worst UI-thread block at {sizes[-1]:,} documents: {worst_ui * 1000:.1f} ms "
         f"(goal: responsive, under 100 ms)"

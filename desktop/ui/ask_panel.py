@@ -770,6 +770,7 @@ class AskPanel(QWidget):
 
     def shutdown(self, timeout_ms: int = 10_000) -> None:
         """Stop a running answer and wait until the core has stored it (window closing)."""
+        self.cancel_warm_up()
         running = [t for t in (self._task, *self._stopped) if t is not None and not t.done]
         for task in running:
             task.cancel()

@@ -388,11 +388,15 @@ class LibraryPanel(QWidget):
         header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         header.setStretchLastSection(False)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        # Fixed widths, not ResizeToContents: that measures every row on each change.
+        # Widths from typical contents, not ResizeToContents: that measures up to 1,000
+        # rows (through the Python model) on every change. The user can drag them wider.
         metrics = self.fontMetrics()
-        for column, sample in ((1, "00,000"), (2, "0,000,000"), (3, "✗ +0,000,000")):
+        for column, sample in ((1, "9,999"), (2, "999,999"), (3, "✗ +99,999")):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)
-            header.resizeSection(column, metrics.horizontalAdvance(sample) + 16)
+            width = max(
+                metrics.horizontalAdvance(sample), metrics.horizontalAdvance(COLUMNS[column])
+            )
+            header.resizeSection(column, width + 14)
         self.view.selectionModel().currentRowChanged.connect(self._on_view_current_row_changed)
 
         self.empty_label = QLabel("No documents yet.\nDrop files or folders here.")

@@ -66,7 +66,12 @@ def _shown(name: str, value: Any) -> str:
         return "yes" if value else "no"
     if isinstance(value, int):
         return f"{value:,}"
-    return str(value) if value else "empty"
+    if value:
+        return str(value)
+    if name == "container_runtime":
+        return "automatic"
+    hint = _wording(name)[1]
+    return hint if hint.startswith("empty") else "empty"
 
 
 class SettingsDialog(QDialog):
