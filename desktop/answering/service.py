@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Generator
 from dataclasses import dataclass
+from typing import Any
 
 from desktop.answering.budget import Budget, plan_budget
 from desktop.answering.client import ChatClient, ModelInfo, StreamingAnswer, first_token_timeout
@@ -30,6 +31,14 @@ from desktop.answering.prompt import (
     build_messages,
     count_prompt_tokens,
     full_range,
+)
+from desktop.answering.scans import (
+    build_image_messages,
+    count_image_prompt_tokens,
+    page_images,
+    reads_images,
+    scanned_pages,
+    unread_warning,
 )
 from desktop.config import Settings, data_dir
 from desktop.documents.ingest import require_text
@@ -101,7 +110,7 @@ class Plan:
     question: Question
     pages: PageRange
     model: str
-    messages: list[dict[str, str]]
+    messages: list[dict[str, Any]]  # content is a string, or text and image parts
     budget: Budget
     key: AnswerKey
 
@@ -116,6 +125,7 @@ class Answerer:
         self.client = ChatClient(endpoint.url, endpoint.api_key)
         self._model: ModelInfo | None = None
         self._max_input: int | None = None
+        self._reads_images: bool | None = None
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -148,6 +158,16 @@ class Answerer:
             self._model = chosen
             self._max_input = max_input if isinstance(max_input, int) else None
         return chosen
+
+    def reads_images(self) -> bool:
+        """Whether the server's model reads images (asked once, from ``/model_info``)."""
+        with self._lock:
+            known = self._reads_images
+        if known is None:
+            known = reads_images(self.endpoint.url, self.endpoint.api_key)
+            with self._lock:
+                self._reads_images = known
+        return known
 
     def cache_key(self, question: Question, model: str, max_tokens: int) -> AnswerKey:
         """The answer-cache key for a question."""
@@ -197,12 +217,20 @@ class Answerer:
         info = self.model()
         doc = question.document
         pages = question.page_range()
-        require_text(doc, pages.first, pages.last)
         reserve = question.max_tokens or self.settings.answer_reserve
-        messages = build_messages(doc, pages, question.text)
-        prompt_tokens = count_prompt_tokens(doc, pages, question.text, question.thinking)
+        scanned = scanned_pages(doc, pages)
+        messages: list[dict[str, Any]]
+        if scanned and self.reads_images():
+            messages = build_image_messages(doc, pages, question.text, page_images(doc, scanned))
+            prompt_tokens = count_image_prompt_tokens(messages, question.thinking)
+        else:
+            require_text(doc, pages.first, pages.last)
+            messages = list(build_messages(doc, pages, question.text))
+            prompt_tokens = count_prompt_tokens(doc, pages, question.text, question.thinking)
         assert info.max_model_len is not None
         budget = plan_budget(prompt_tokens, info.max_model_len, reserve, self._max_input)
+        if scanned and not self.reads_images():
+            budget.warnings.append(unread_warning(scanned, doc))
         if not budget.fits:
             raise DocumentTooLarge(
                 doc.path,
