@@ -98,7 +98,8 @@ class AskPanel(QWidget):
         self.server_ready = False  # the server is up and idle (the window tells us)
         self._warm_task: tasks.Task[object] | None = None
         self._warm_cancel: threading.Event | None = None
-        self._warmed: set[tuple[str, str]] = set()  # (endpoint URL, document sha)
+        # What the server holds: (endpoint, document sha, first page, last page).
+        self._warmed: set[tuple[str, str, int, int]] = set()
         self._budget_task: tasks.Task[BudgetView] | None = None
         self._budget_dirty = False
         self.tokens_received = 0  # answer and reasoning deltas in the current answer
@@ -260,14 +261,21 @@ class AskPanel(QWidget):
         if (
             self.server_ready
             and doc is not None
-            and self._warm_key(doc) not in self._warmed
+            and self._warm_key(doc, self._pages_or_none()) not in self._warmed
             and not self.warming
             and not self._warm_timer.isActive()
         ):
             self._warm_timer.start()
 
-    def _warm_key(self, doc: Document) -> tuple[str, str]:
-        return (self.session.settings.endpoint or "managed", doc.sha256)
+    def _warm_key(self, doc: Document, pages: PageRange | None) -> tuple[str, str, int, int]:
+        first, last = (pages.first, pages.last) if pages else (1, max(len(doc.pages), 1))
+        return (self.session.settings.endpoint or "managed", doc.sha256, first, last)
+
+    def _pages_or_none(self) -> PageRange | None:
+        try:
+            return self._pages()
+        except ValueError:
+            return None
 
     @property
     def warming(self) -> bool:
@@ -296,7 +304,7 @@ class AskPanel(QWidget):
             pages = self._pages()
         except ValueError:
             return
-        key = self._warm_key(doc)
+        key = self._warm_key(doc, pages)
         if key in self._warmed:
             self._show_warm(f"Ready for questions: the server holds {self._doc_name(doc)}.")
             return
@@ -621,10 +629,17 @@ class AskPanel(QWidget):
     def _on_answer_event(self, event: Any) -> None:
         doc = self.document
         if isinstance(event, Sent):
-            self.answer_view.on_sent(event, self.session.prefill_guess(event, self.history))
+            # After a warm-up of these pages the server reads only the question.
+            pages = PageRange(event.first_page, event.last_page)
+            warm = doc is not None and self._warm_key(doc, pages) in self._warmed
+            self.answer_view.on_sent(
+                event, self.session.prefill_guess(event, self.history, warm=warm)
+            )
         elif isinstance(event, Stored):
             if doc is not None and not event.from_cache:
-                self._warmed.add(self._warm_key(doc))  # the server holds it now
+                answer = event.answer  # the server holds these pages now
+                pages = PageRange(answer.first_page, answer.last_page)
+                self._warmed.add(self._warm_key(doc, pages))
             self.answer_view.finish(event, len(doc.pages) if doc else 0)
             self.check_quotes(event.answer)
             self.session.learn([event.answer])

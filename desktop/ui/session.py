@@ -129,13 +129,20 @@ class Session:
             rate = statistics.median(self._rates)
         return max(0.0, (prompt_tokens - cached_guess) / rate)
 
-    def prefill_guess(self, sent: Sent, earlier: list[StoredAnswer]) -> prefill.PrefillGuess:
-        """The expected wait for the first token of a prompt just sent."""
+    def prefill_guess(
+        self, sent: Sent, earlier: list[StoredAnswer], warm: bool = False
+    ) -> prefill.PrefillGuess:
+        """The expected wait for the first token of a prompt just sent; ``warm``: the pages
+        were warmed up, so the server has to read about the question only."""
         with self._lock:
             rate = statistics.median(self._rates) if self._rates else None
-        return prefill.guess(
+        guess = prefill.guess(
             sent.prompt_tokens, rate, earlier, sent.first_page, sent.last_page, time.time()
         )
+        if not warm:
+            return guess
+        uncached = min(guess.uncached_tokens, prefill.QUESTION_ALLOWANCE)
+        return prefill.PrefillGuess(sent.prompt_tokens, uncached, uncached / rate if rate else None)
 
     def recent_answers(self, limit_documents: int = 20) -> list[StoredAnswer]:
         """Answers about recently opened documents (to learn the throughput; blocking)."""

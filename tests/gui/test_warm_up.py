@@ -58,8 +58,15 @@ def test_an_opened_document_is_warmed_and_the_first_question_hits_the_cache(
     assert warm_ups(sglang) == 1
     assert questions(sglang) == 0
     wait_ready(window, qtbot)
+    guesses: list[Any] = []
+    view = window.ask_panel.answer_view
+    original = view.on_sent
+    view.on_sent = lambda sent, guess: (guesses.append(guess), original(sent, guess))[1]  # type: ignore[method-assign]
     answer = ask(window, qtbot, "What does it say?")
     assert isinstance(answer, StoredAnswer)
+    # The wait is estimated for the question alone: the document is already read.
+    [guess] = guesses
+    assert guess.uncached_tokens <= 256 < guess.prompt_tokens
     # The document was in the server's cache before the first question arrived.
     assert answer.cached_tokens is not None and answer.cached_tokens > 500
     assert not label.isVisible()
