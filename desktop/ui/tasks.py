@@ -1,9 +1,11 @@
 """The one way the GUI runs work off the UI thread (in the manner of Anki's ``QueryOp``).
 
 ``run_call`` runs a core callable, ``run_stream`` iterates a core generator; both in the
-shared ``QThreadPool``. Workers never touch widgets: results, events and errors cross to
-the UI thread only through queued signals on a ``Task`` object that lives there, and the
-callbacks (``success``, ``failure``, ``events``) always run on the UI thread.
+shared ``QThreadPool``. Workers never touch widgets, nor even their ``Task``: results,
+events and errors cross to the UI thread only as queued signals of one relay object that
+lives there, naming the task by id, and the callbacks (``success``, ``failure``,
+``events``) always run on the UI thread. (A worker holding its Task could drop the last
+reference to it, deleting a UI-thread QObject from the pool's thread.)
 
 Every task belongs to a *receiver* (the widget or object that asked). When the receiver's
 C++ object is gone by the time a result arrives, the result is dropped: no callback ever
@@ -23,6 +25,7 @@ the UI thread one wake-up per drain, not one per token (see bench/bench_ui_strea
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import weakref
@@ -38,24 +41,89 @@ log = logging.getLogger("longdoc.ui.tasks")
 
 T = TypeVar("T")
 
-# Every task still running, so Python does not collect a Task whose worker is alive.
-_running: set[Task[Any]] = set()
+# Every task still running, by id, so Python does not collect a Task whose worker is alive.
+_running: dict[int, Task[Any]] = {}
 # Every Task object not yet collected (bench and tests check that finished ones go).
 _alive: weakref.WeakSet[Task[Any]] = weakref.WeakSet()
+_ids = itertools.count(1)
 
 
 def _show_failure(exc: BaseException) -> None:
     messages.error(exc)
 
 
+class _Inbox:
+    """What a worker shares with its Task: the events not yet taken, behind a lock.
+
+    Plain Python, so whichever thread drops it last may: the worker never holds the Task
+    (a QObject of the UI thread), or it could end up deleting it on the wrong thread."""
+
+    def __init__(self, task_id: int) -> None:
+        self.task_id = task_id
+        self.lock = threading.Lock()
+        self.events: list[Any] = []
+
+    def post(self, event: Any) -> bool:
+        """Add an event; True when the box was empty (the UI thread must be woken)."""
+        with self.lock:
+            wake = not self.events
+            self.events.append(event)
+        return wake
+
+    def take(self) -> list[Any]:
+        """Every event posted so far."""
+        with self.lock:
+            batch, self.events = self.events, []
+        return batch
+
+
+class _Relay(QObject):
+    """Lives on the UI thread; carries the workers' news to their Tasks, by task id."""
+
+    result_ready = Signal(int, object)
+    error_raised = Signal(int, object)
+    events_pending = Signal(int)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.result_ready.connect(self._on_result_ready)
+        self.error_raised.connect(self._on_error_raised)
+        self.events_pending.connect(self._on_events_pending)
+
+    @Slot(int, object)
+    def _on_result_ready(self, task_id: int, result: Any) -> None:
+        task = _running.get(task_id)
+        if task is not None:
+            task._deliver_result(result)
+
+    @Slot(int, object)
+    def _on_error_raised(self, task_id: int, exc: BaseException) -> None:
+        task = _running.get(task_id)
+        if task is not None:
+            task._deliver_error(exc)
+
+    @Slot(int)
+    def _on_events_pending(self, task_id: int) -> None:
+        task = _running.get(task_id)
+        if task is not None:
+            task._deliver_events()
+
+
+_relay: _Relay | None = None
+
+
+def _the_relay() -> _Relay:
+    """The relay, made on first use (always on the UI thread: tasks start there)."""
+    global _relay
+    if _relay is None:
+        _relay = _Relay()
+    return _relay
+
+
 class Task(QObject, Generic[T]):
     """A handle on one background job; lives on the UI thread, tied to its receiver."""
 
-    # Emitted from the worker thread; received here, on the UI thread (queued).
-    _result_ready = Signal(object)
-    _error_raised = Signal(object)
-    _events_pending = Signal()
-    # Public, on the UI thread, after the callbacks ran (or were dropped).
+    # On the UI thread, after the callbacks ran (or were dropped).
     finished = Signal()
 
     def __init__(
@@ -68,19 +136,16 @@ class Task(QObject, Generic[T]):
     ) -> None:
         super().__init__()
         self.name = name
+        self.id = next(_ids)
         self.cancel_event = threading.Event()
-        self._receiver = receiver
+        self._inbox = _Inbox(self.id)
+        self._receiver: QObject | None = receiver
         self._success = success
         self._failure: Callable[[BaseException], None] | None = (
             failure if failure is not None else _show_failure
         )
         self._events = events
-        self._buffer: list[Any] = []
-        self._lock = threading.Lock()
         self._done = False
-        self._result_ready.connect(self._on_result_ready)
-        self._error_raised.connect(self._on_error_raised)
-        self._events_pending.connect(self._on_events_pending)
         _alive.add(self)
 
     # --- called by the owner (UI thread) ---------------------------------------------
@@ -104,40 +169,23 @@ class Task(QObject, Generic[T]):
         receiver = self._receiver
         return receiver is not None and shiboken6.isValid(receiver)
 
-    # --- called by the worker thread ------------------------------------------------
+    # --- UI thread, from the relay ---------------------------------------------------
 
-    def _post_event(self, event: Any) -> None:
-        with self._lock:
-            wake = not self._buffer
-            self._buffer.append(event)
-        if wake:
-            self._events_pending.emit()
-
-    # --- UI thread -----------------------------------------------------------------
-
-    def _take_events(self) -> list[Any]:
-        with self._lock:
-            batch, self._buffer = self._buffer, []
-        return batch
-
-    @Slot()
-    def _on_events_pending(self) -> None:
-        batch = self._take_events()
+    def _deliver_events(self) -> None:
+        batch = self._inbox.take()
         if batch and self._events is not None and self._receiver_alive():
             self._events(batch)
 
-    @Slot(object)
-    def _on_result_ready(self, result: Any) -> None:
-        self._on_events_pending()  # events posted just before the end come first
+    def _deliver_result(self, result: Any) -> None:
+        self._deliver_events()  # events posted just before the end come first
         success = self._success if self._receiver_alive() else None
         self._finish()
         if success is not None:
             success(result)
         self.finished.emit()
 
-    @Slot(object)
-    def _on_error_raised(self, exc: BaseException) -> None:
-        self._on_events_pending()
+    def _deliver_error(self, exc: BaseException) -> None:
+        self._deliver_events()
         failure = self._failure if self._receiver_alive() else None
         self._finish()
         if failure is not None:
@@ -150,12 +198,14 @@ class Task(QObject, Generic[T]):
         self._done = True
         # Let go of whatever the callbacks hold (widgets, documents, answers).
         self.detach()
-        self._receiver = None  # type: ignore[assignment]
-        _running.discard(self)
+        self._receiver = None
+        _running.pop(self.id, None)
 
 
-def _work(task: Task[Any], job: Callable[[], Any], stream: bool) -> Callable[[], None]:
-    """The callable the pool runs; talks to its Task only through signals and the buffer."""
+def _work(inbox: _Inbox, job: Callable[[], Any], stream: bool) -> Callable[[], None]:
+    """The callable the pool runs; reaches its Task only through the relay, by id."""
+    relay = _the_relay()
+    task_id = inbox.task_id
 
     def run() -> None:
         try:
@@ -163,7 +213,8 @@ def _work(task: Task[Any], job: Callable[[], Any], stream: bool) -> Callable[[],
                 generator: Iterator[Any] = job()
                 try:
                     for event in generator:
-                        task._post_event(event)
+                        if inbox.post(event):
+                            relay.events_pending.emit(task_id)
                 finally:
                     close = getattr(generator, "close", None)
                     if close is not None:
@@ -172,9 +223,9 @@ def _work(task: Task[Any], job: Callable[[], Any], stream: bool) -> Callable[[],
             else:
                 result = job()
         except BaseException as exc:
-            task._error_raised.emit(exc)
+            relay.error_raised.emit(task_id, exc)
         else:
-            task._result_ready.emit(result)
+            relay.result_ready.emit(task_id, result)
 
     return run
 
@@ -198,8 +249,8 @@ def run_call(
     shown to the user through ``messages.error``.
     """
     task: Task[T] = Task(receiver, success, failure, name=name)
-    _running.add(task)
-    pool().start(_work(task, job, stream=False))
+    _running[task.id] = task
+    pool().start(_work(task._inbox, job, stream=False))
     return task
 
 
@@ -218,15 +269,15 @@ def run_stream(
     call, in order. ``Task.cancel()`` sets the event the core generator watches.
     """
     task: Task[None] = Task(receiver, success, failure, events, name=name)
-    _running.add(task)
+    _running[task.id] = task
     cancel = task.cancel_event
-    pool().start(_work(task, lambda: start(cancel), stream=True))
+    pool().start(_work(task._inbox, lambda: start(cancel), stream=True))
     return task
 
 
 def running_tasks() -> list[Task[Any]]:
     """Tasks not finished yet (for a clean shutdown)."""
-    return list(_running)
+    return list(_running.values())
 
 
 def live_tasks() -> int:
