@@ -11,6 +11,7 @@ Nothing here may depend on the time, the question or the history.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 # PageRange lives with the page-range grammar; re-exported for the prompt's callers.
 from desktop.answering.pages import PageRange as PageRange
@@ -53,10 +54,16 @@ def system_message(doc: Document, pages: PageRange) -> str:
     return f"{SYSTEM_PROMPT}\n\n{document_block(title, selected)}"
 
 
-def build_messages(doc: Document, pages: PageRange, question: str) -> list[dict[str, str]]:
-    """The chat messages sent to the server."""
+def build_messages(
+    doc: Document,
+    pages: PageRange,
+    question: str,
+    history: Sequence[dict[str, str]] = (),
+) -> list[dict[str, str]]:
+    """The chat messages sent to the server; a thread's earlier turns go after the document."""
     return [
         {"role": "system", "content": system_message(doc, pages)},
+        *history,
         {"role": "user", "content": neutralize(question.strip())},
     ]
 
@@ -74,8 +81,14 @@ _prefix_counts: dict[tuple[str, int, int, str], int] = {}
 _prefix_lock = threading.Lock()
 
 
-def count_prompt_tokens(doc: Document, pages: PageRange, question: str, thinking: bool) -> int:
-    """Exact prompt size as the server will tokenize it (template included)."""
+def count_prompt_tokens(
+    doc: Document,
+    pages: PageRange,
+    question: str,
+    thinking: bool,
+    history: Sequence[dict[str, str]] = (),
+) -> int:
+    """Exact prompt size as the server will tokenize it (template and earlier turns included)."""
     key = (doc.sha256, pages.first, pages.last, PROMPT_VERSION)
     with _prefix_lock:
         prefix = _prefix_counts.get(key)
@@ -86,5 +99,9 @@ def count_prompt_tokens(doc: Document, pages: PageRange, question: str, thinking
         prefix = len(tokens.encode_with_special(system_turn))
         with _prefix_lock:
             _prefix_counts[key] = prefix
-    rest = render_chat([{"role": "user", "content": neutralize(question.strip())}], thinking)
+    # Earlier turns are rendered as Qwen3.5's template renders turns before the last
+    # question: plain content, no reasoning (see desktop/answering/threads.py).
+    rest = render_chat(
+        [*history, {"role": "user", "content": neutralize(question.strip())}], thinking
+    )
     return prefix + len(tokens.encode_with_special(rest))
