@@ -40,7 +40,7 @@ from PySide6.QtWidgets import (
 
 from desktop.answering.budget import plan_budget
 from desktop.documents.model import Document
-from desktop.errors import DocumentError
+from desktop.errors import DocumentError, plural
 from desktop.library import expand_paths, open_document
 from desktop.store.db import DocumentSummary, Store
 from desktop.ui import messages, tasks
@@ -155,7 +155,7 @@ class LibraryModel(QAbstractTableModel):
             if column == 0:
                 return row.path
             if column == 1 and row.empty_pages:
-                return f"{row.empty_pages} pages without text (scanned?)"
+                return f"{plural(row.empty_pages, 'page')} without text (scanned?)"
             if column == FITS_COLUMN:
                 return self.fits(row)[1]
             return None
@@ -594,7 +594,10 @@ class LibraryPanel(QWidget):
         if doc.warnings:
             messages.warning(f"{path.name}: {'; '.join(doc.warnings)}")
         elif not reused:
-            messages.info(f"Read {path.name}: {len(doc.pages):,} pages, {doc.tokens:,} tokens.")
+            messages.info(
+                f"Read {path.name}: {plural(len(doc.pages), 'page')}, "
+                f"{plural(doc.tokens, 'token')}."
+            )
         if path == self._open_after:
             self.document_opened.emit(doc)
         self._next()

@@ -32,7 +32,6 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
-import shiboken6
 from PySide6.QtCore import QObject, QThreadPool, Signal, Slot
 
 from desktop.ui import messages
@@ -139,7 +138,10 @@ class Task(QObject, Generic[T]):
         self.id = next(_ids)
         self.cancel_event = threading.Event()
         self._inbox = _Inbox(self.id)
-        self._receiver: QObject | None = receiver
+        # The receiver's C++ side going away is what counts (a Python reference to it may
+        # live on in a callback): Qt says so with ``destroyed``, on this thread.
+        self._receiver_alive_now = True
+        receiver.destroyed.connect(self._on_receiver_destroyed)
         self._success = success
         self._failure: Callable[[BaseException], None] | None = (
             failure if failure is not None else _show_failure
@@ -165,9 +167,12 @@ class Task(QObject, Generic[T]):
         self._failure = None
         self._events = None
 
+    @Slot()
+    def _on_receiver_destroyed(self) -> None:
+        self._receiver_alive_now = False
+
     def _receiver_alive(self) -> bool:
-        receiver = self._receiver
-        return receiver is not None and shiboken6.isValid(receiver)
+        return self._receiver_alive_now
 
     # --- UI thread, from the relay ---------------------------------------------------
 
@@ -198,7 +203,6 @@ class Task(QObject, Generic[T]):
         self._done = True
         # Let go of whatever the callbacks hold (widgets, documents, answers).
         self.detach()
-        self._receiver = None
         _running.pop(self.id, None)
 
 
