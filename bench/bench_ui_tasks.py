@@ -120,6 +120,9 @@ def main() -> int:
         panel.answer_finished.connect(lambda result: done.append(isinstance(result, Exception)))
         started = time.perf_counter()
         for i in range(1, args.answers + 1):
+            # Separate questions, not one ever-growing conversation (whose turns the
+            # window rightly keeps on screen): a new thread for each.
+            panel.new_thread()
             panel.question_edit.setPlainText(f"Question number {i}: what does it say?")
             count = len(done)
             assert panel.ask(use_cache=False)
