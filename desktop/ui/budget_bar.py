@@ -113,9 +113,8 @@ class BudgetBar(QWidget):
             self.bar.segments = [(1.0, OVER_COLOR)]
             text = (
                 f"This thread no longer fits: with its earlier turns ({view.thread_tokens:,} "
-                f"tokens) the prompt needs {b.prompt_tokens:,} tokens, but the context of "
-                f"{b.context_length:,} leaves {b.prompt_limit:,} after the minimum answer "
-                "reserve. Start a new thread (Ctrl+N)."
+                f"tokens) the prompt needs {b.prompt_tokens:,} tokens, but {explain_limit(b)}. "
+                "Start a new thread (Ctrl+N)."
             )
         else:
             self.bar.segments = [(1.0, OVER_COLOR)]

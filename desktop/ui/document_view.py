@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QModelIndex, QPoint, QPointF, Qt, Signal, Slot
+from PySide6.QtCore import QModelIndex, QPoint, QPointF, Qt, QThread, Signal, Slot
 from PySide6.QtGui import QPalette, QTextCharFormat, QTextCursor, QTextDocument
 from PySide6.QtPdf import QPdfDocument, QPdfSearchModel
 from PySide6.QtPdfWidgets import QPdfView
@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from desktop.answering.citations import PageIndex
 from desktop.documents.anchors import anchor_resolver
 from desktop.documents.model import Document
+from desktop.ui import tasks
 from desktop.ui.text_view import DocumentText
 
 MAX_HIGHLIGHTS = 2_000  # more hits than this are counted, not all painted
@@ -47,6 +48,8 @@ class DocumentView(QWidget):
         self._current = 0
         self._hits: list[QTextCursor] = []
         self._hit = -1
+        self._load_id = 0  # the PDF load in flight; older loads are dropped
+        self._pending_page = 1  # where to go once the PDF is loaded
 
         self.prev_button = self._tool(QStyle.StandardPixmap.SP_ArrowBack, "Previous page")
         self.prev_button.clicked.connect(self.previous_page)
@@ -110,6 +113,12 @@ class DocumentView(QWidget):
         self.empty_label.setFont(font)
         self.empty_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
 
+        self.loading_label = QLabel()
+        self.loading_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.loading_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.loading_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+
+        # One QPdfDocument per document shown (see _set_pdf); this one is the empty start.
         self.pdf = QPdfDocument(self)
         self.pdf_view = QPdfView(self)
         self.pdf_view.setDocument(self.pdf)
@@ -131,6 +140,7 @@ class DocumentView(QWidget):
         self.stack.addWidget(self.empty_label)
         self.stack.addWidget(self.pdf_view)
         self.stack.addWidget(self.text_view)
+        self.stack.addWidget(self.loading_label)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -150,15 +160,16 @@ class DocumentView(QWidget):
 
     @property
     def mode(self) -> str:
-        """ "empty", "pdf" or "text"."""
-        return {0: "empty", 1: "pdf", 2: "text"}[self.stack.currentIndex()]
+        """ "empty", "pdf", "text" or "loading" (a PDF being opened off the UI thread)."""
+        return {0: "empty", 1: "pdf", 2: "text", 3: "loading"}[self.stack.currentIndex()]
 
     def clear(self) -> None:
         """The empty state."""
         self.document = None
         self._index = None
         self._current = 0
-        self.pdf.close()
+        self._load_id += 1  # a PDF still loading is dropped when it arrives
+        self._set_pdf(QPdfDocument(self))
         self.text_view.clear_document()
         self.stack.setCurrentIndex(0)
         self.toolbar.setEnabled(False)
@@ -175,25 +186,72 @@ class DocumentView(QWidget):
         self.document = doc
         self._index = PageIndex(doc.pages, anchor_resolver(doc.kind, doc.pages))
         path = Path(doc.path)
-        pdf_ok = (
-            doc.kind == "pdf"
-            and path.is_file()
-            and self.pdf.load(str(path)) == QPdfDocument.Error.None_
-        )
-        if pdf_ok:
-            self.stack.setCurrentIndex(1)
-            self.pdf_view.setZoomMode(QPdfView.ZoomMode.FitToWidth)
-        else:
-            self._fill_text(doc)
-            self.stack.setCurrentIndex(2)
         self.toolbar.setEnabled(True)
         self.toolbar.setVisible(True)
-        self.zoom_in_button.setEnabled(pdf_ok)
-        self.zoom_out_button.setEnabled(pdf_ok)
-        self.fit_button.setEnabled(pdf_ok)
         self.page_count_label.setText(f"of {len(doc.pages)}")
         self._current = 0
-        self.go_to_page(1)
+        self._pending_page = 1
+        if doc.kind == "pdf" and path.is_file():
+            # PDFium parses the file and lays out every page: 60-150 ms for a big PDF,
+            # so it happens in a worker; the view shows "Opening…" until then.
+            self._load_id += 1
+            load_id = self._load_id
+            self.loading_label.setText(f"Opening {path.name}…")
+            self.stack.setCurrentIndex(3)
+            self._set_zoomable(False)
+            self._set_current(1)
+            ui_thread = self.thread()
+            tasks.run_call(
+                lambda: _load_pdf(path, ui_thread),
+                receiver=self,
+                success=lambda pdf: self._on_pdf_loaded(load_id, doc, pdf),
+                failure=lambda _exc: self._on_pdf_loaded(load_id, doc, None),
+                name="open pdf",
+            )
+            return
+        self._show_text(doc)
+
+    def _show_text(self, doc: Document) -> None:
+        self._fill_text(doc)
+        self.stack.setCurrentIndex(2)
+        self._set_zoomable(False)
+        page = self._pending_page
+        self._current = 0
+        self.go_to_page(page)
+
+    def _on_pdf_loaded(self, load_id: int, doc: Document, pdf: QPdfDocument | None) -> None:
+        if load_id != self._load_id or self.document is not doc:
+            if pdf is not None:
+                pdf.deleteLater()  # another document was opened meanwhile
+            return
+        if pdf is None:  # QtPdf cannot open what PDFium extracted: show the text
+            self._show_text(doc)
+            return
+        self._set_pdf(pdf)
+        self.stack.setCurrentIndex(1)
+        self.pdf_view.setZoomMode(QPdfView.ZoomMode.FitToWidth)
+        self._set_zoomable(True)
+        page = self._pending_page
+        self._current = 0
+        self.go_to_page(page)
+
+    def _set_pdf(self, pdf: QPdfDocument) -> None:
+        """Show ``pdf`` in the view and the search: a new QPdfDocument per document, since
+        QPdfView keeps rendered page images per page number, and a render still in flight
+        for the previous file would otherwise land as the new file's page."""
+        old = self.pdf
+        pdf.setParent(self)
+        self.pdf = pdf
+        self.pdf_view.setDocument(pdf)
+        self.search.setDocument(pdf)
+        if old is not pdf:
+            old.close()
+            old.deleteLater()
+
+    def _set_zoomable(self, on: bool) -> None:
+        self.zoom_in_button.setEnabled(on)
+        self.zoom_out_button.setEnabled(on)
+        self.fit_button.setEnabled(on)
 
     def _fill_text(self, doc: Document) -> None:
         """The extracted text with a rule per page; remembers where each page starts."""
@@ -243,7 +301,9 @@ class DocumentView(QWidget):
         if not count:
             return
         number = max(1, min(number, count))
-        if self.mode == "pdf":
+        if self.mode == "loading":
+            self._pending_page = number
+        elif self.mode == "pdf":
             navigator = self.pdf_view.pageNavigator()
             navigator.jump(number - 1, QPointF(), navigator.currentZoom())
         elif self.mode == "text":
@@ -400,3 +460,12 @@ class DocumentView(QWidget):
             self.text_view.setTextCursor(cursor)
             self.text_view.ensureCursorVisible()
         self._show_hits()
+
+
+def _load_pdf(path: Path, ui_thread: QThread) -> QPdfDocument | None:
+    """Open a PDF in a worker and hand the QPdfDocument to the UI thread (None: cannot)."""
+    pdf = QPdfDocument()
+    if pdf.load(str(path)) != QPdfDocument.Error.None_:
+        return None
+    pdf.moveToThread(ui_thread)  # a QObject moves only from its own thread
+    return pdf

@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+from PySide6.QtWidgets import QSpinBox
 from pytestqt.qtbot import QtBot
 
 from desktop.answering.budget import ContextLimits, document_budget, plan_budget
 from desktop.answering.prompt import count_prompt_tokens, full_range
-from desktop.config import Settings
+from desktop.config import Settings, setting_sources
 from desktop.errors import ContextUnknown
 from desktop.store.db import StoredAnswer
 from desktop.ui.main_window import MainWindow
@@ -109,10 +111,15 @@ def test_an_unknown_context_points_at_the_settings(
         assert isinstance(ask(window, qtbot, "Now?"), StoredAnswer)
 
 
-def test_the_settings_dialog_states_a_context_length(qtbot: QtBot, home: Path) -> None:
+def test_the_settings_dialog_states_a_context_length(
+    qtbot: QtBot, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     dialog = SettingsDialog(Settings(context_length=0))
     qtbot.addWidget(dialog)
-    assert dialog.context_spin.text() == "as the server reports"
-    dialog.context_spin.setValue(32_768)
+    spin = dialog.editors["context_length"]
+    assert isinstance(spin, QSpinBox)
+    spin.setValue(32_768)
     assert dialog.current().context_length == 32_768
     assert dialog.error() is None
+    monkeypatch.setenv("LONGDOC_CONTEXT_LENGTH", "40000")
+    assert setting_sources()["context_length"] == "environment (LONGDOC_CONTEXT_LENGTH)"
