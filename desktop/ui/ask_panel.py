@@ -82,6 +82,7 @@ class AskPanel(QWidget):
     answer_started = Signal()
     answer_finished = Signal(object)  # StoredAnswer, or the exception that ended it
     citation_clicked = Signal(object, object)  # label, number
+    quote_clicked = Signal(str, int)  # a checked quote and the page it is on
     server_start_requested = Signal()
     settings_requested = Signal()
     busy_changed = Signal(bool)
@@ -126,6 +127,7 @@ class AskPanel(QWidget):
 
         self.answer_view = AnswerView()
         self.answer_view.citation_clicked.connect(self.citation_clicked)
+        self.answer_view.quote_clicked.connect(self.quote_clicked)
         self.answer_view.ask_again_requested.connect(self._on_answer_view_ask_again_requested)
         self.answer_view.copy_requested.connect(self.copy_answer)
         self.answer_view.export_requested.connect(self._on_answer_view_export_requested)
