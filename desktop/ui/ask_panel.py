@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 from desktop.answering.citations import QuoteCheck
 from desktop.answering.events import AnswerDelta, Finished, ReasoningDelta, Sent, Stored, Usage
 from desktop.answering.format import scope as page_scope
-from desktop.answering.pages import parse_range
+from desktop.answering.pages import describe, format_range, parse_range
 from desktop.answering.prompt import PageRange
 from desktop.answering.service import Question
 from desktop.answering.threads import Thread, history_messages
@@ -169,7 +169,10 @@ class AskPanel(QWidget):
         self.pages_edit = QLineEdit()
         self.pages_edit.setObjectName("pages")
         self.pages_edit.setPlaceholderText("all pages")
-        self.pages_edit.setToolTip("Ask about a page range only, e.g. 1-120 (page numbers)")
+        self.pages_edit.setToolTip(
+            "Ask about a page range only: 1-120 (physical page numbers), iv..xii (printed "
+            "labels, as the viewer shows them) or a single label such as A-2"
+        )
         self.pages_edit.setMaximumWidth(110)
         self.pages_edit.textChanged.connect(self._on_pages_edit_text_changed)
         self.pages_hint = QLabel()
@@ -490,7 +493,8 @@ class AskPanel(QWidget):
             self.refresh_budget()
 
     def _show_budget(self, view: BudgetView) -> None:
-        self.budget_bar.show_budget(view)
+        doc_pages = self.document.pages if self.document is not None else []
+        self.budget_bar.show_budget(view, doc_pages)
         budget = view.budget
         if budget.fits:
             self.suggest_button.hide()
@@ -499,8 +503,13 @@ class AskPanel(QWidget):
             view.pages.last - view.pages.first + 1, budget.prompt_tokens, budget.prompt_limit
         )
         first = view.pages.first
-        self._suggested = f"{first}-{first + end - 1}"
+        # In printed labels (what the viewer shows), in the grammar the page box reads.
+        self._suggested = format_range(doc_pages, first, first + end - 1, labels=True)
         self.suggest_button.setText(f"Use pages {self._suggested}")
+        if len(doc_pages) == view.page_count:
+            self.suggest_button.setToolTip(
+                f"Ask about {describe(doc_pages, PageRange(first, first + end - 1))}"
+            )
         self.suggest_button.show()
 
     @Slot()
@@ -525,7 +534,7 @@ class AskPanel(QWidget):
         if pages is None or self.document is None:
             self.pages_hint.clear()
         else:
-            hint = pages.describe(len(self.document.pages))
+            hint = describe(self.document.pages, pages)
             thread = self.current_thread
             if thread is not None and thread.turns and not self._thread_covers(thread, pages):
                 hint += ": not this thread's pages; start a New thread to ask about them"
