@@ -321,6 +321,7 @@ class DocumentView(QWidget):
                 self.text_view.ensureCursorVisible()
             return True
         self.find_edit.setText(fragment)  # the find bar says what is highlighted
+        self.find_edit.setCursorPosition(0)  # from the quote's first words
         self._quote_page = number
         self._on_search_rows_inserted()
         return True
