@@ -10,6 +10,7 @@ from desktop.ui.document_view import quote_fragment
 from desktop.ui.main_window import MainWindow
 from tests.gui.conftest import GEOTOPO, ask, open_document, wait_ready
 from tests.gui.test_asking import anchor_position
+from tests.gui.test_quotes import click_link
 from tests.support.sglang_server import FakeSGLang
 
 # GeoTopo: page 2 is labelled "ii" (the preface), page 6 is labelled "3" (Definition 1,
@@ -64,6 +65,14 @@ def test_clicking_a_verified_citation_highlights_the_quote_on_its_page(
     qtbot.waitUntil(lambda: current_result_page(window) == 6, timeout=10_000)
     assert doc_view.page_edit.text() == "3"
     assert doc_view.find_edit.text() in MISPLACED
+
+    # So does the "p. 3" link in the line under the answer.
+    doc_view.go_to_page(1)
+    doc_view.find_edit.clear()
+    with qtbot.waitSignal(window.ask_panel.quote_clicked, timeout=3_000) as blocker:
+        click_link(qtbot, view.quotes_label)
+    assert blocker.args == [MISPLACED, 6]
+    qtbot.waitUntil(lambda: current_result_page(window) == 6, timeout=10_000)
 
 
 def test_a_citation_whose_quote_is_elsewhere_highlights_nothing(
