@@ -173,10 +173,12 @@ class AskPanel(QWidget):
             "Ask about a page range only: 1-120 (physical page numbers), iv..xii (printed "
             "labels, as the viewer shows them) or a single label such as A-2"
         )
+        self.pages_edit.setMinimumWidth(80)  # "3-100", "iv..xii" stay readable beside a hint
         self.pages_edit.setMaximumWidth(110)
         self.pages_edit.textChanged.connect(self._on_pages_edit_text_changed)
         self.pages_hint = QLabel()
         self.pages_hint.setTextFormat(Qt.TextFormat.PlainText)
+        self.pages_hint.setWordWrap(True)  # a long hint wraps instead of squeezing the box
         self.suggest_button = QPushButton()
         self.suggest_button.hide()
         self.suggest_button.clicked.connect(self._on_suggest_button_clicked)
@@ -388,7 +390,7 @@ class AskPanel(QWidget):
         if pages is None or (pages.first, pages.last) == (1, count):
             scope = f"all {count:,} pages" if count != 1 else "its 1 page"
         else:
-            scope = pages.describe(count)
+            scope = describe(doc.pages, pages)  # with printed labels, as the viewer shows
         title = doc.title or Path(doc.path).name
         self.target_label.setText(f"Asking about: {title} — {scope}")
         self.target_label.setToolTip(doc.path)
@@ -534,10 +536,12 @@ class AskPanel(QWidget):
         if pages is None or self.document is None:
             self.pages_hint.clear()
         else:
-            hint = describe(self.document.pages, pages)
+            # "Asking about: ..." above names the pages (with printed labels): the hint
+            # beside the box only says what is wrong.
+            hint = ""
             thread = self.current_thread
             if thread is not None and thread.turns and not self._thread_covers(thread, pages):
-                hint += ": not this thread's pages; start a New thread to ask about them"
+                hint = "Not this thread's pages: start a New thread to ask about them"
             self.pages_hint.setText(hint)
         self._update_target()
         self._schedule_budget()
@@ -586,7 +590,7 @@ class AskPanel(QWidget):
             return False
         thread = self.current_thread
         if thread is not None and not self._thread_covers(thread, pages):
-            about = PageRange(thread.first_page, thread.last_page).describe(len(doc.pages))
+            about = describe(doc.pages, PageRange(thread.first_page, thread.last_page))
             self.answer_view.fail(
                 f"This thread is about {about}; start a new thread to ask about other pages.",
                 "new-thread",
