@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import QModelIndex, QPoint, Qt
 from PySide6.QtGui import QTextCursor
 from pytestqt.qtbot import QtBot
@@ -104,3 +106,22 @@ def test_quote_fragment_is_one_line_of_the_passage() -> None:
     assert quote_fragment("a b\nthe longest line here\nc") == "the longest line here"
     long = "word " * 40
     assert len(quote_fragment(long)) <= 80 and quote_fragment(long).endswith("word")
+
+
+def test_in_a_text_document_the_quoted_passage_is_selected(
+    qtbot: QtBot, window: MainWindow, sglang: FakeSGLang, tmp_path: Path
+) -> None:
+    path = tmp_path / "notes.txt"
+    quote = "the committee approved the travel budget of twelve thousand euros"
+    filler = "Nothing of note happened on this page.\n" * 40
+    path.write_text(f"{filler}\f{filler}The chair reported that {quote} after a long debate.\n")
+    sglang.behaviour.update(answer_text=f'It says "{quote}" [p. 2].')
+    open_document(window, qtbot, path)
+    assert window.doc_view.mode == "text"
+    wait_ready(window, qtbot)
+    ask(window, qtbot, "What was approved?")
+    qtbot.waitUntil(lambda: window.ask_panel.answer_view.quote_marks_placed == 1)
+    click_anchor(qtbot, window, "longdoc-page:l=2")
+    text_view = window.doc_view.text_view
+    qtbot.waitUntil(lambda: text_view.textCursor().selectedText() == quote)
+    assert window.doc_view.current_page() == 2
