@@ -30,7 +30,7 @@ from desktop.answering.budget import suggest_pages
 from desktop.answering.citations import QuoteCheck
 from desktop.answering.events import AnswerDelta, Finished, ReasoningDelta, Sent, Stored, Usage
 from desktop.answering.format import scope as page_scope
-from desktop.answering.pages import format_range, parse_range
+from desktop.answering.pages import describe, format_range, parse_range
 from desktop.answering.prompt import PageRange
 from desktop.answering.service import Question
 from desktop.answering.threads import Thread, history_messages
@@ -83,6 +83,7 @@ class AskPanel(QWidget):
     answer_started = Signal()
     answer_finished = Signal(object)  # StoredAnswer, or the exception that ended it
     citation_clicked = Signal(object, object)  # label, number
+    quote_clicked = Signal(str, int)  # a checked quote and the page it is on
     server_start_requested = Signal()
     settings_requested = Signal()
     busy_changed = Signal(bool)
@@ -127,6 +128,7 @@ class AskPanel(QWidget):
 
         self.answer_view = AnswerView()
         self.answer_view.citation_clicked.connect(self.citation_clicked)
+        self.answer_view.quote_clicked.connect(self.quote_clicked)
         self.answer_view.ask_again_requested.connect(self._on_answer_view_ask_again_requested)
         self.answer_view.copy_requested.connect(self.copy_answer)
         self.answer_view.export_requested.connect(self._on_answer_view_export_requested)
@@ -168,11 +170,16 @@ class AskPanel(QWidget):
         self.pages_edit = QLineEdit()
         self.pages_edit.setObjectName("pages")
         self.pages_edit.setPlaceholderText("all pages")
-        self.pages_edit.setToolTip("Ask about a page range only, e.g. 1-120 (page numbers)")
+        self.pages_edit.setToolTip(
+            "Ask about a page range only: 1-120 (physical page numbers), iv..xii (printed "
+            "labels, as the viewer shows them) or a single label such as A-2"
+        )
+        self.pages_edit.setMinimumWidth(80)  # "3-100", "iv..xii" stay readable beside a hint
         self.pages_edit.setMaximumWidth(110)
         self.pages_edit.textChanged.connect(self._on_pages_edit_text_changed)
         self.pages_hint = QLabel()
         self.pages_hint.setTextFormat(Qt.TextFormat.PlainText)
+        self.pages_hint.setWordWrap(True)  # a long hint wraps instead of squeezing the box
         self.suggest_button = QPushButton()
         self.suggest_button.hide()
         self.suggest_button.clicked.connect(self._on_suggest_button_clicked)
@@ -384,7 +391,7 @@ class AskPanel(QWidget):
         if pages is None or (pages.first, pages.last) == (1, count):
             scope = f"all {count:,} pages" if count != 1 else "its 1 page"
         else:
-            scope = pages.describe(count)
+            scope = describe(doc.pages, pages)  # with printed labels, as the viewer shows
         title = doc.title or Path(doc.path).name
         self.target_label.setText(f"Asking about: {title} — {scope}")
         self.target_label.setToolTip(doc.path)
@@ -489,13 +496,20 @@ class AskPanel(QWidget):
             self.refresh_budget()
 
     def _show_budget(self, view: BudgetView) -> None:
-        self.budget_bar.show_budget(view)
+        doc_pages = self.document.pages if self.document is not None else []
+        self.budget_bar.show_budget(view, doc_pages)
         suggestion = suggest_pages(view.pages, view.budget)
         if suggestion is None or self.document is None:  # fits, or one page: nothing to cut
             self.suggest_button.hide()
             return
-        self._suggested = format_range(self.document.pages, suggestion.first, suggestion.last)
+        first, last = suggestion.first, suggestion.last
+        # In printed labels (what the viewer shows), in the grammar the page box reads.
+        self._suggested = format_range(doc_pages, first, last, labels=True)
         self.suggest_button.setText(f"Use pages {self._suggested}")
+        if len(doc_pages) == view.page_count:
+            self.suggest_button.setToolTip(
+                f"Ask about {describe(doc_pages, PageRange(first, last))}"
+            )
         self.suggest_button.show()
 
     @Slot()
@@ -520,10 +534,12 @@ class AskPanel(QWidget):
         if pages is None or self.document is None:
             self.pages_hint.clear()
         else:
-            hint = pages.describe(len(self.document.pages))
+            # "Asking about: ..." above names the pages (with printed labels): the hint
+            # beside the box only says what is wrong.
+            hint = ""
             thread = self.current_thread
             if thread is not None and thread.turns and not self._thread_covers(thread, pages):
-                hint += ": not this thread's pages; start a New thread to ask about them"
+                hint = "Not this thread's pages: start a New thread to ask about them"
             self.pages_hint.setText(hint)
         self._update_target()
         self._schedule_budget()
@@ -572,7 +588,7 @@ class AskPanel(QWidget):
             return False
         thread = self.current_thread
         if thread is not None and not self._thread_covers(thread, pages):
-            about = PageRange(thread.first_page, thread.last_page).describe(len(doc.pages))
+            about = describe(doc.pages, PageRange(thread.first_page, thread.last_page))
             self.answer_view.fail(
                 f"This thread is about {about}; start a new thread to ask about other pages.",
                 "new-thread",

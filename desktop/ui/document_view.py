@@ -50,6 +50,7 @@ class DocumentView(QWidget):
         self._hit = -1
         self._load_id = 0  # the PDF load in flight; older loads are dropped
         self._pending_page = 1  # where to go once the PDF is loaded
+        self._quote_page = 0  # a quote being highlighted: its page, until the search finds it
 
         self.prev_button = self._tool(QStyle.StandardPixmap.SP_ArrowBack, "Previous page")
         self.prev_button.clicked.connect(self.previous_page)
@@ -234,6 +235,8 @@ class DocumentView(QWidget):
         page = self._pending_page
         self._current = 0
         self.go_to_page(page)
+        if self._quote_page:  # a quote clicked while the PDF was opening
+            self.search.setSearchString(self.find_edit.text())
 
     def _set_pdf(self, pdf: QPdfDocument) -> None:
         """Show ``pdf`` in the view and the search: a new QPdfDocument per document, since
@@ -293,6 +296,34 @@ class DocumentView(QWidget):
         if target is None or not 1 <= target <= self.page_count():
             return False
         self.go_to_page(target)
+        return True
+
+    def show_quote(self, number: int, quote: str) -> bool:
+        """Show page ``number`` with ``quote`` highlighted on it; False if it is not there.
+
+        A PDF highlights through the search model: QtPdf searches PDFium's text line by
+        line, so the search is for the longest line of the passage as the page's own text
+        has it (``PageIndex.locate`` finds it through hyphens, ligatures and line breaks),
+        and the result on that page becomes the current one. Text is selected.
+        """
+        if self._index is None or self.document is None or not 1 <= number <= self.page_count():
+            return False
+        span = self._index.locate(number, quote)
+        if span is None:
+            return False
+        fragment = quote_fragment(self.document.pages[number - 1].text[span[0] : span[1]])
+        self.go_to_page(number)
+        if self.mode == "text":
+            start = self.text_view.document().findBlockByNumber(self._anchors[number - 1])
+            found = self.text_view.document().find(fragment, start.position())
+            if not found.isNull():
+                self.text_view.setTextCursor(found)
+                self.text_view.ensureCursorVisible()
+            return True
+        self.find_edit.setText(fragment)  # the find bar says what is highlighted
+        self.find_edit.setCursorPosition(0)  # from the quote's first words
+        self._quote_page = number
+        self._on_search_rows_inserted()
         return True
 
     def go_to_page(self, number: int) -> None:
@@ -398,6 +429,7 @@ class DocumentView(QWidget):
     @Slot(str)
     def _on_find_edit_text_changed(self, text: str) -> None:
         self._hit = -1
+        self._quote_page = 0
         if self.mode == "pdf":
             self.search.setSearchString(text)
             self._on_search_rows_inserted()
@@ -426,7 +458,20 @@ class DocumentView(QWidget):
 
     @Slot()
     def _on_search_rows_inserted(self) -> None:
+        if self._quote_page and self.mode == "pdf":
+            self._highlight_quote_result()
         self._show_hits()
+
+    def _highlight_quote_result(self) -> None:
+        """Make the first hit on the quoted page the current (highlighted) one, in view."""
+        for row in range(self.search.rowCount(QModelIndex())):
+            link = self.search.resultAtIndex(row)
+            if link.page() == self._quote_page - 1:
+                self._quote_page = 0
+                self._hit = row
+                self.pdf_view.setCurrentSearchResultIndex(row)
+                self.pdf_view.pageNavigator().jump(link)
+                return
 
     def _show_hits(self) -> None:
         if not self.find_edit.text():
@@ -460,6 +505,17 @@ class DocumentView(QWidget):
             self.text_view.setTextCursor(cursor)
             self.text_view.ensureCursorVisible()
         self._show_hits()
+
+
+def quote_fragment(passage: str, limit: int = 80) -> str:
+    """The longest line of a passage (without a line-end hyphen), at most ``limit``
+    characters cut at a word: what QtPdf's search can find on the page."""
+    lines = [line.strip().removesuffix("-").strip() for line in passage.splitlines()]
+    best = max(lines, key=len, default="")
+    if len(best) > limit:
+        cut = best.rfind(" ", 0, limit)
+        best = best[: cut if cut > limit // 2 else limit]
+    return best
 
 
 def _load_pdf(path: Path, ui_thread: QThread) -> QPdfDocument | None:

@@ -163,6 +163,7 @@ class MainWindow(QMainWindow):
         self.library.document_selected.connect(self._on_library_document_selected)
         self.library.document_opened.connect(self._on_library_document_opened)
         self.ask_panel.citation_clicked.connect(self._on_ask_panel_citation_clicked)
+        self.ask_panel.quote_clicked.connect(self._on_ask_panel_quote_clicked)
         self.ask_panel.server_start_requested.connect(self._on_ask_panel_server_start_requested)
         self.ask_panel.settings_requested.connect(self.show_settings)
         self.ask_panel.answer_finished.connect(self._on_ask_panel_answer_finished)
@@ -449,6 +450,10 @@ class MainWindow(QMainWindow):
         if not self.doc_view.go_to_citation(label, number):
             cited = label if label is not None else f"#{number}"
             messages.warning(f"The answer cites page {cited}, which this document does not have.")
+
+    @Slot(str, int)
+    def _on_ask_panel_quote_clicked(self, quote: str, number: int) -> None:
+        self.doc_view.show_quote(number, quote)
 
     @Slot(object)
     def _on_ask_panel_answer_finished(self, _result: object) -> None:

@@ -9,6 +9,7 @@ from PySide6.QtGui import QTextCursor
 from pytestqt.qtbot import QtBot
 
 from desktop.answering.format import page_span
+from desktop.answering.pages import parse_range
 from desktop.config import Settings
 from desktop.errors import Cancelled
 from desktop.store.db import Store, StoredAnswer
@@ -164,10 +165,27 @@ def test_over_budget_then_a_page_range_is_asked_about_alone(
         assert notice.startswith("Not sent: the question needs")
         assert "--pages" not in notice  # the app's words, not the command line's
 
+        # A range still too long is named in printed labels, as the viewer names pages.
+        doc = window.document
+        assert doc is not None
+        panel.pages_edit.setText("1-116")
+        qtbot.waitUntil(lambda: bar.view is not None and bar.view.pages.last == 116)
+        assert bar.over_budget
+        assert f"pages 1-116 of 117 (printed i to {doc.pages[115].label}) need" in bar.label.text()
+
+        # The suggestion is in printed labels too, and the box reads it as it reads typing.
+        button = panel.suggest_button.text()
+        assert button.startswith("Use pages i..")
         qtbot.mouseClick(panel.suggest_button, Qt.MouseButton.LeftButton)
         chosen = panel.pages_edit.text()
-        first, last = (int(x) for x in chosen.split("-"))
+        assert button == f"Use pages {chosen}"
+        picked = parse_range(chosen, doc.pages)
+        first, last = picked.first, picked.last
         assert first == 1 and 1 < last < 117
+        assert chosen == f"i..{doc.pages[last - 1].label}"
+        assert panel.pages_hint.text() == ""  # nothing wrong with it
+        printed = chosen.replace("..", " to ")
+        assert panel.target_label.text().endswith(f"pages 1-{last} of 117 (printed {printed})")
         qtbot.waitUntil(lambda: bar.view is not None and bar.view.pages.last == last)
         qtbot.waitUntil(lambda: not bar.over_budget, timeout=20_000)
         result = ask(window, qtbot, "Summarise these pages.")
