@@ -37,7 +37,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The full command-line parser."""
-    from desktop.cli import ask, gui, ingest, summarize
+    from desktop.cli import ask, gui, ingest, summarize, warm
 
     parser = _Parser(
         prog="longdoc",
@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.register(sub)
     summarize.register(sub)
     gui.register(sub)
+    warm.register(sub)
     try:
         from desktop.cli import server
     except ImportError:  # pragma: no cover - the server CLI ships with server_manager

@@ -7,8 +7,7 @@ import os
 import stat
 from pathlib import Path
 
-from desktop.documents import tokens
-from desktop.documents.layout import document_block
+from desktop.documents.layout import DOCUMENT_CLOSE, block_head, measure, page_token_counts
 from desktop.documents.model import Document
 from desktop.documents.pdf import EXTRACTOR_NAME, extract_pdf, no_text_reason
 from desktop.documents.text import MARKDOWN_SUFFIXES, TEXT_SUFFIXES, extract_text
@@ -16,7 +15,7 @@ from desktop.errors import DocumentEmpty, DocumentUnreadable, UsageError
 
 # Part of every Document's ``extractor`` string: bump it whenever extraction or cleaning
 # changes its output, so cached documents from the old code are extracted again.
-EXTRACTOR_VERSION = 1
+EXTRACTOR_VERSION = 2
 
 PDF_SUFFIX = ".pdf"
 SUPPORTED_SUFFIXES = frozenset({PDF_SUFFIX} | TEXT_SUFFIXES | MARKDOWN_SUFFIXES)
@@ -75,7 +74,7 @@ def extract(path: Path, sha256: str | None = None) -> Document:
     doc.sha256 = digest
     doc.path = str(path)
     doc.size_bytes = size
-    doc.tokens = tokens.count(document_block(doc.title, doc.pages))
+    measure(doc)
     return doc
 
 
@@ -84,7 +83,11 @@ def count_range_tokens(doc: Document, first: int, last: int) -> int:
     n = len(doc.pages)
     if not 1 <= first <= last <= n:
         raise UsageError(f"page range {first}-{last} is not within the document's pages 1-{n}")
-    return tokens.count(document_block(doc.title, doc.select(first, last)))
+    from desktop.documents import tokens
+
+    counts = page_token_counts(doc)
+    head, tail = tokens.count(block_head(doc.title)), tokens.count(DOCUMENT_CLOSE)
+    return head + sum(counts[first - 1 : last]) + tail
 
 
 def _check_file(path: Path) -> int:

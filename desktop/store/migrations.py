@@ -66,3 +66,18 @@ def m001_documents_and_answers(db: Database) -> None:
     db.table("answers").create_index(
         ["document_sha", "question_norm", "model", "status"], index_name="answers_lookup"
     )
+
+
+@MIGRATIONS()
+def m_page_token_counts(db: Database) -> None:
+    """Per-page prompt token counts and the layout they were counted for (issue 9)."""
+    db.table("pages").add_column("tokens", int)
+    db.table("documents").add_column("layout_version", str)
+
+
+@MIGRATIONS()
+def m_endpoint_models(db: Database) -> None:
+    """The model each endpoint served last: a cache hit then needs no server call."""
+    db.table("endpoint_models").create(
+        {"url": str, "model": str, "context_length": int, "updated_at": float}, pk="url"
+    )
