@@ -22,6 +22,8 @@ pytest: $(VENV)/.test-installed
 
 bench: $(VENV)/.test-installed
 	$(BIN)/python bench/bench_ingest.py
+	$(BIN)/python bench/bench_tokens.py
+	$(BIN)/python bench/bench_warm.py
 	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_ui_stream.py
 
 screenshots: $(VENV)/.test-installed
