@@ -24,6 +24,7 @@ bench: $(VENV)/.test-installed
 	$(BIN)/python bench/bench_ingest.py
 	$(BIN)/python bench/bench_tokens.py
 	$(BIN)/python bench/bench_warm.py
+	$(BIN)/python bench/bench_quotes.py
 	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_ui_stream.py
 
 screenshots: $(VENV)/.test-installed

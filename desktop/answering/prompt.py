@@ -15,8 +15,10 @@ history.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
+# PageRange lives with the page-range grammar; re-exported for the prompt's callers.
+from desktop.answering.pages import PageRange as PageRange
+from desktop.answering.pages import describe
 from desktop.documents import tokens
 from desktop.documents.layout import (
     DOCUMENT_CLOSE,
@@ -26,7 +28,6 @@ from desktop.documents.layout import (
     defuse,
     page_pieces,
     page_token_counts,
-    prompt_label,
 )
 from desktop.documents.model import Document
 
@@ -52,39 +53,6 @@ IM_START = "<|im_start|>"
 IM_END = "<|im_end|>"
 
 
-@dataclass(frozen=True)
-class PageRange:
-    """An inclusive range of 1-based page numbers."""
-
-    first: int
-    last: int
-
-    @classmethod
-    def parse(cls, text: str, page_count: int) -> PageRange:
-        """Parse ``"3-10"``, ``"7"`` or ``"5-"``; raise ValueError with a readable reason."""
-        raw = text.strip()
-        try:
-            if "-" in raw:
-                a, b = raw.split("-", 1)
-                first = int(a) if a.strip() else 1
-                last = int(b) if b.strip() else page_count
-            else:
-                first = last = int(raw)
-        except ValueError:
-            raise ValueError(f"page range {text!r} is not like 1-120") from None
-        if first < 1 or last < first:
-            raise ValueError(f"page range {text!r} is empty or starts before page 1")
-        if first > page_count:
-            raise ValueError(f"page range {text!r} starts after the last page ({page_count})")
-        return cls(first, min(last, page_count))
-
-    def describe(self, page_count: int) -> str:
-        """Human words, e.g. "pages 1-120 of 300"."""
-        if self.first == 1 and self.last == page_count:
-            return f"all {page_count} pages"
-        return f"pages {self.first}-{self.last} of {page_count}"
-
-
 def full_range(doc: Document) -> PageRange:
     """The range covering every page."""
     return PageRange(1, max(len(doc.pages), 1))
@@ -106,13 +74,9 @@ def range_note(doc: Document, pages: PageRange) -> str:
     if is_whole(doc, pages):
         return ""
     # The model must know it sees an excerpt, or it will claim the rest does not exist.
-    first = prompt_label(doc.pages[pages.first - 1].label)
-    last = prompt_label(doc.pages[pages.last - 1].label)
-    labels = f"[Page {first}]" if pages.first == pages.last else f"[Page {first}] to [Page {last}]"
-    return (
-        f"(Only {pages.describe(len(doc.pages))} are shown: {labels}. "
-        "The other pages exist but are not included.)"
-    )
+    # The labels come from the document: defused like everything else it supplies.
+    shown = defuse(describe(doc.pages, pages), inline=True)
+    return f"(Only {shown} are shown. The other pages exist but are not included.)"
 
 
 def user_message(doc: Document, pages: PageRange, question: str) -> str:

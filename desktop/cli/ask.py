@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from desktop.answering.citations import PageIndex, QuoteStatus, check_answer_quotes
+from desktop.answering.citations import CitationCheck, QuoteStatus, answer_checks
 from desktop.answering.events import (
     AnswerDelta,
     Finished,
@@ -17,7 +17,7 @@ from desktop.answering.events import (
     Sent,
     Stored,
 )
-from desktop.answering.prompt import PageRange
+from desktop.answering.pages import PageRange, describe, parse_range
 from desktop.answering.service import Answerer, Question, resolve_endpoint
 from desktop.cli.common import open_store, settings_from, warn
 from desktop.documents.model import Document
@@ -39,7 +39,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument("path", type=Path, metavar="PATH")
     p.add_argument("question", metavar="QUESTION")
-    p.add_argument("--pages", metavar="RANGE", help="only these pages, e.g. 1-120")
+    p.add_argument(
+        "--pages",
+        metavar="RANGE",
+        help="only these pages: 1-120 (physical pages), iv..xii or A-1..A-9 (printed "
+        "labels, inclusive), or one printed label alone (A-2)",
+    )
     think = p.add_mutually_exclusive_group()
     think.add_argument(
         "--think",
@@ -66,7 +71,11 @@ def register(sub: Any) -> None:
         action="store_true",
         help="confirm the local prompt token count with the server's /v1/tokenize",
     )
-    p.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object at the end, with the checked citations",
+    )
     p.set_defaults(func=cmd_ask)
 
 
@@ -99,17 +108,23 @@ def check_tokens(answerer: Answerer, question: Question) -> None:
         )
 
 
-def report_quotes(answer: str, doc: Document, question: str) -> None:
-    """One stderr line per quote that is not on the page it cites."""
-    for check in check_answer_quotes(answer, question, PageIndex(doc.pages)):
-        if check.status is QuoteStatus.VERIFIED:
+def flag_quotes(checks: list[CitationCheck], doc: Document) -> str:
+    """A Markdown note listing the quotes not found on the page they cite ("" if none)."""
+    lines = []
+    for check in checks:
+        if check.quote is None or check.status is QuoteStatus.VERIFIED:
             continue
-        quote = check.quote if len(check.quote) <= 60 else check.quote[:57] + "..."
-        if check.status is QuoteStatus.OTHER_PAGE and check.found_on is not None:
-            label = doc.pages[check.found_on - 1].label
-            warn(f'quote "{quote}" is not on the cited page; it is on page {label}')
+        quote = " ".join(check.quote.split())
+        quote = quote if len(quote) <= 80 else quote[:77] + "..."
+        cited = f" [p. {check.label}]" if check.label else ""
+        if check.status is QuoteStatus.OTHER_PAGE and check.found_on:
+            where = ", ".join(doc.pages[n - 1].label for n in check.found_on[:3])
+            lines.append(f'> - "{quote}"{cited}: not on the cited page; found on p. {where}')
         else:
-            warn(f'quote "{quote}" was not found in the document')
+            lines.append(f'> - "{quote}"{cited}: not found in the document')
+    if not lines:
+        return ""
+    return "\n> **Unverified quotes**\n>\n" + "\n".join(lines) + "\n"
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
@@ -124,7 +139,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         pages = None
         if args.pages:
             try:
-                pages = PageRange.parse(args.pages, len(doc.pages))
+                pages = parse_range(args.pages, doc.pages)
             except ValueError as exc:
                 raise UsageError(f"{args.path}: {exc}") from None
         answerer = Answerer(store, resolve_endpoint(settings), settings)
@@ -142,11 +157,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
                     for warning in event.warnings:
                         warn(warning)
                     if (event.first_page, event.last_page) != (1, event.page_count):
-                        print(
-                            f"(Answering about pages {event.first_page}-{event.last_page} "
-                            f"of {event.page_count} only.)",
-                            file=sys.stderr,
-                        )
+                        scope = describe(doc.pages, PageRange(event.first_page, event.last_page))
+                        print(f"Answering about {scope} only.", file=sys.stderr)
                 elif isinstance(event, ReasoningDelta) and not args.json:
                     if not in_reasoning and tty_err:
                         sys.stderr.write(DIM)
@@ -180,6 +192,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 sys.stdout.flush()
         assert final is not None
         answer = final.answer
+        checks = answer_checks(store, answer, doc)
         if args.json:
             print(
                 json.dumps(
@@ -203,6 +216,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
                             "cached_tokens": answer.cached_tokens,
                         },
                         "timings": {"ttft_s": answer.ttft_s, "total_s": answer.total_s},
+                        "citations": [check.to_json() for check in checks],
                     },
                     ensure_ascii=False,
                 )
@@ -223,8 +237,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 )
             if not answer.answer.endswith("\n"):
                 sys.stdout.write("\n")
+            sys.stdout.write(flag_quotes(checks, doc))
             sys.stdout.flush()
-            report_quotes(answer.answer, doc, args.question)
         answerer.close()
     finally:
         store.close()

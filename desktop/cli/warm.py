@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from desktop.answering.prompt import PageRange
+from desktop.answering.pages import PageRangeError, parse_range
 from desktop.answering.service import Answerer, resolve_endpoint
 from desktop.cli.common import open_store, settings_from
 from desktop.errors import EXIT_DOCUMENT, DocumentError, UsageError
@@ -48,8 +48,8 @@ def cmd_warm(args: argparse.Namespace) -> int:
                     pages = None
                     if args.pages:
                         try:
-                            pages = PageRange.parse(args.pages, len(doc.pages))
-                        except ValueError as exc:
+                            pages = parse_range(args.pages, doc.pages)
+                        except PageRangeError as exc:
                             raise UsageError(f"{path}: {exc}") from None
                     warmed = answerer.prewarm(doc, pages)
                 except DocumentError as exc:

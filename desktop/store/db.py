@@ -381,6 +381,15 @@ class Store:
                 },
             )
 
+    def update_answer_extra(self, answer_id: int, values: dict[str, Any]) -> None:
+        """Merge ``values`` into an answer's ``extra`` JSON (e.g. its checked citations)."""
+        with self._transaction() as conn:
+            row = conn.execute("SELECT extra FROM answers WHERE id = ?", [answer_id]).fetchone()
+            if row is None:
+                return
+            extra = json.loads(row[0] or "{}") | values
+            conn.execute("UPDATE answers SET extra = ? WHERE id = ?", [_json(extra), answer_id])
+
     def get_answer(self, answer_id: int) -> StoredAnswer | None:
         """One answer by id."""
         with self._lock:

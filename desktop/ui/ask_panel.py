@@ -25,8 +25,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.answering.citations import PageIndex, QuoteCheck, check_answer_quotes
+from desktop.answering.citations import QuoteCheck, answer_checks, as_quote_checks
 from desktop.answering.events import AnswerDelta, Finished, ReasoningDelta, Sent, Stored, Usage
+from desktop.answering.pages import parse_range
 from desktop.answering.prompt import PageRange
 from desktop.answering.service import Question
 from desktop.documents.model import Document
@@ -90,7 +91,6 @@ class AskPanel(QWidget):
         self.tokens_received = 0  # answer and reasoning deltas in the current answer
         self._suggested = ""
         # The open document's pages, indexed for quote checks (normalised text is cached).
-        self._page_index: PageIndex | None = None
         self._page_chars = 0
 
         self.history_list = QListWidget()
@@ -192,7 +192,7 @@ class AskPanel(QWidget):
             self.stop()
             messages.info("Stopped the answer: another document was opened.")
         self.document = doc
-        self._page_index = None
+        self._page_chars = 0
         self.history = []
         self.history_list.clear()
         self.answer_view.reset()
@@ -324,7 +324,7 @@ class AskPanel(QWidget):
         text = self.pages_edit.text().strip()
         if not text or self.document is None or text.lower() == "all":
             return None
-        return PageRange.parse(text, len(self.document.pages))
+        return parse_range(text, self.document.pages)
 
     @Slot(str)
     def _on_pages_edit_text_changed(self, _text: str) -> None:
@@ -489,13 +489,13 @@ class AskPanel(QWidget):
         doc = self.document
         if doc is None or answer.status != "complete" or not answer.answer:
             return
-        if self._page_index is None:
-            self._page_index = PageIndex(doc.pages)
+        if not self._page_chars:
             self._page_chars = sum(len(p.text) for p in doc.pages)
-        index = self._page_index
+        store = self.session.store
 
         def job() -> list[QuoteCheck]:
-            return check_answer_quotes(answer.answer, answer.question, index)
+            # As the CLI does: the pages asked about, the index kept, the checks stored.
+            return as_quote_checks(answer_checks(store, answer, doc))
 
         def show(checks: list[QuoteCheck]) -> None:
             # Still the same answer about the same document on screen?
@@ -503,7 +503,7 @@ class AskPanel(QWidget):
             if self.document is doc and shown is not None and shown.id == answer.id:
                 self.answer_view.show_quote_checks(checks, doc.pages)
 
-        if (
+        if "citations" in answer.extra or (  # stored with the answer: read back at once
             self._page_chars <= QUOTE_CHECK_INLINE_CHARS
             and len(answer.answer) <= QUOTE_CHECK_INLINE_ANSWER_CHARS
         ):

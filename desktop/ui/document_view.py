@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.answering.citations import PageIndex
 from desktop.documents.model import Document
 
 MAX_HIGHLIGHTS = 2_000  # more hits than this are counted, not all painted
@@ -40,7 +41,7 @@ class DocumentView(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.document: Document | None = None
-        self._labels: dict[str, int] = {}
+        self._index: PageIndex | None = None  # printed labels, as citations resolve them
         self._anchors: list[int] = []  # text view: block number of each page heading
         self._current = 0
         self._hits: list[QTextCursor] = []
@@ -155,7 +156,7 @@ class DocumentView(QWidget):
     def clear(self) -> None:
         """The empty state."""
         self.document = None
-        self._labels = {}
+        self._index = None
         self._current = 0
         self.pdf.close()
         self.text_view.clear()
@@ -172,9 +173,7 @@ class DocumentView(QWidget):
             return
         self.clear()
         self.document = doc
-        self._labels = {}
-        for page in doc.pages:
-            self._labels.setdefault(page.label.strip(), page.number)
+        self._index = PageIndex(doc.pages)
         path = Path(doc.path)
         pdf_ok = (
             doc.kind == "pdf"
@@ -225,15 +224,13 @@ class DocumentView(QWidget):
         return self._current
 
     def number_for_label(self, label: str) -> int | None:
-        """The page number a printed label (or ``#n``, or a plain number) refers to."""
+        """The page a printed label, a cited range (its first page), ``#n`` or a number names."""
+        pages = self._index.resolve_range(label) if self._index is not None else ()
+        if pages:
+            return pages[0]
         label = label.strip()
-        if label.startswith("#") and label[1:].isdigit():
-            number = int(label[1:])
-            return number if 1 <= number <= self.page_count() else None
-        if label in self._labels:
-            return self._labels[label]
         if label.isdigit() and 1 <= int(label) <= self.page_count():
-            return int(label)
+            return int(label)  # typed in the page box: a page without that label, by position
         return None
 
     def go_to_citation(self, label: str | None, number: int | None) -> bool:

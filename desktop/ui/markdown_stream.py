@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
 
+from desktop.answering.citations import CITATION_PATTERN, find_citations
+
 PAGE_SCHEME = "longdoc-page"
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
@@ -35,13 +37,10 @@ _INLINE = re.compile(
     r"|__(?P<b2>.+?)__"
     r"|\*(?P<i1>[^\s*](?:.*?[^\s*])?)\*"
     r"|(?<!\w)_(?P<i2>[^\s_](?:.*?[^\s_])?)_(?!\w)"
-    r"|\[(?P<cite>pp?\.\s*[^\[\]\n]{1,80})\]"
+    rf"|(?P<cite>{CITATION_PATTERN})"
     r"|\[(?P<ltext>[^\[\]\n]+)\]\((?P<lurl>[^()\s]+)\)"
     r"|\\(?P<esc>[\\`*_\[\]#>|{}()+.!-])"
 )
-_CITE_PREFIX = re.compile(r"^\s*pp?\.\s*")
-_CITE_NUMBER = re.compile(r"\(#(\d+)\)")
-_RANGE = re.compile(r"\s*(?:-|–|—|to)\s*")
 
 
 @dataclass(frozen=True)
@@ -94,28 +93,23 @@ def parse_citation_href(href: str) -> tuple[str | None, int | None]:
     return None, None
 
 
-def _citation_spans(inner: str, bold: bool, italic: bool) -> list[Span]:
-    """``[p. 12]``, ``[pp. 3-5]``, ``[pp. 3, 7]``, ``[p. 1 (#3)]``: each cited page a link."""
-    prefix_match = _CITE_PREFIX.match(inner)
-    prefix = prefix_match.group(0) if prefix_match else ""
-    body = inner[len(prefix) :]
-    parts = re.split(r"(\s*[,;]\s*)", body)
+def _citation_spans(citation: str, bold: bool, italic: bool) -> list[Span]:
+    """A citation (``[pp. 3-5, A-2]``) as spans: each cited label or range its own link.
+
+    The grammar is the core's (``find_citations``); the document view resolves the label.
+    """
+    [ref] = find_citations(citation)
     spans: list[Span] = []
-    for i, part in enumerate(parts):
-        if i % 2 == 1:  # a separator
-            spans.append(Span(part, bold, italic))
-            continue
-        text = part
-        if i == 0:
-            text = "[" + prefix + text
-        if i == len(parts) - 1:
-            text = text + "]"
-        target = _CITE_PREFIX.sub("", part)
-        number_match = _CITE_NUMBER.search(target)
-        number = int(number_match.group(1)) if number_match else None
-        label = _RANGE.split(_CITE_NUMBER.sub("", target).strip(), maxsplit=1)[0].strip()
-        href = citation_href(label, number) if (label or number) else None
-        spans.append(Span(text, bold, italic, href=href))
+    pos = 0
+    for i, part in enumerate(ref.parts):
+        if part.start > pos and i > 0:
+            spans.append(Span(citation[pos : part.start], bold, italic))  # ", " between labels
+            pos = part.start
+        end = ref.end if i == len(ref.parts) - 1 else part.end
+        spans.append(Span(citation[pos:end], bold, italic, href=citation_href(part.text)))
+        pos = end
+    if pos < len(citation):
+        spans.append(Span(citation[pos:], bold, italic))
     return spans
 
 

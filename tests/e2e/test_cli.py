@@ -151,7 +151,10 @@ def test_ask_streams_then_answers_from_cache(sglang: FakeSGLang, home: Path) -> 
         "finish_reason",
         "usage",
         "timings",
+        "citations",
     }
+    # The server's answer: "See [p. 1] and [p. 4]. It opens with "<8 words>" [p. 1]."
+    assert [c["status"] for c in data["citations"]] == ["unquoted", "unquoted", "verified"]
     before = chats(sglang)
     second = ask(sglang, home, str(FOUR_PAGES), "What is this about?", "--json")
     assert json.loads(second.stdout)["from_cache"] is True
@@ -168,7 +171,7 @@ def test_ask_plain_output_and_page_range(sglang: FakeSGLang, home: Path) -> None
     )
     assert result.returncode == 0, result.stderr
     assert "The document has 3 pages" in result.stdout
-    assert "pages 3-5 of 117 only" in result.stderr
+    assert "pages 3-5 of 117 (printed iii to 2) only" in result.stderr
     assert "Warning: quote" not in result.stderr  # the server's real quote is verified
     [body] = [r.body for r in sglang.requests if r.path.endswith("/chat/completions")]
     system = body["messages"][0]["content"]
@@ -291,9 +294,8 @@ def test_invented_quote_is_flagged(sglang: FakeSGLang, home: Path) -> None:
     )
     result = ask(sglang, home, str(FOUR_PAGES), "Moon?")
     assert result.returncode == 0
-    assert 'Warning: quote "the moon is made of green cheese entirely" was not found' in (
-        result.stderr
-    )
+    assert "Unverified quotes" in result.stdout
+    assert '"the moon is made of green cheese entirely" [p. 1]: not found' in result.stdout
 
 
 def test_scanned_pdf_ingests_but_ask_refuses(sglang: FakeSGLang, home: Path) -> None:
