@@ -75,7 +75,9 @@ class Warmed:
     @property
     def was_warm(self) -> bool:
         """True when the server already held (almost) the whole prefix."""
-        return self.cached_tokens is not None and self.cached_tokens >= self.prefix_tokens - 16
+        # A server always computes the last prompt token again, and may round a hit down
+        # to its page or checkpoint size (up to 64 tokens).
+        return self.cached_tokens is not None and self.cached_tokens >= self.prefix_tokens - 64
 
 
 @dataclass(frozen=True)
@@ -259,8 +261,7 @@ class Answerer:
     def _save_counts(self, doc: Document) -> None:
         """Keep per-page counts made now (a document stored by an older layout)."""
         try:
-            if self.store.load_document(doc.sha256) is not None:
-                self.store.save_page_tokens(doc)
+            self.store.save_page_tokens(doc)  # updates nothing for a document not stored
         except LongdocError:
             log.debug("could not store the page counts", exc_info=True)
 
