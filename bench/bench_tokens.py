@@ -55,6 +55,7 @@ elif mode == "marshal-cache":
 elif mode == "partial":
     enc = tokens.partial_encoding([text])
 elif mode == "tokenizers":
+    sys.path.extend(sys.argv[4:])  # where `tokenizers` was installed, if not in the venv
     from tokenizers import Tokenizer
     hf = Tokenizer.from_file(sys.argv[3])
     built = time.perf_counter() - t
@@ -67,10 +68,12 @@ print(built, len(ids), hash(tuple(ids)))
 """
 
 
-def run_load(mode: str, pdf: Path, tokenizer_json: str) -> tuple[float, int, int]:
+def run_load(
+    mode: str, pdf: Path, tokenizer_json: str, extra_path: str = ""
+) -> tuple[float, int, int]:
     """(seconds to build, token count, hash of the ids) in a fresh interpreter."""
     out = subprocess.run(
-        [sys.executable, "-c", _LOAD, mode, str(pdf), tokenizer_json],
+        [sys.executable, "-c", _LOAD, mode, str(pdf), tokenizer_json, extra_path],
         cwd=ROOT,
         check=True,
         capture_output=True,
@@ -106,7 +109,7 @@ def make_forty_pages(folder: Path) -> Path:
     return path
 
 
-def bench_loading(pdf: Path, runs: int, tokenizer_json: str) -> None:
+def bench_loading(pdf: Path, runs: int, tokenizer_json: str, extra_path: str) -> None:
     modes = ["tiktoken-file", "marshal-cache", "partial"]
     if tokenizer_json:
         modes.append("tokenizers")
@@ -115,7 +118,7 @@ def bench_loading(pdf: Path, runs: int, tokenizer_json: str) -> None:
     results: dict[str, tuple[int, int]] = {}
     for _ in range(runs):
         for mode in modes:
-            seconds, count, digest = run_load(mode, pdf, tokenizer_json)
+            seconds, count, digest = run_load(mode, pdf, tokenizer_json, extra_path)
             times[mode].append(seconds)
             results[mode] = (count, digest)
     base = statistics.median(times["tiktoken-file"])
@@ -194,13 +197,23 @@ def bench_stored_count(runs: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--tokenizer-json", default="", help="a Qwen3.5 tokenizer.json")
+    parser.add_argument(
+        "--tokenizer-json",
+        default="",
+        help="a Qwen3.5 tokenizer.json (bench/qwen_tokenizer_json.py writes one)",
+    )
+    parser.add_argument(
+        "--tokenizers-path", default="", help="folder where `tokenizers` is installed"
+    )
+    parser.add_argument("--skip-ingest", action="store_true", help="only the loading figures")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         pdf = make_forty_pages(Path(folder))
-        bench_loading(pdf, args.runs, args.tokenizer_json)
-        bench_cold_ingest(pdf, args.runs)
-    bench_stored_count(args.runs)
+        bench_loading(pdf, args.runs, args.tokenizer_json, args.tokenizers_path)
+        if not args.skip_ingest:
+            bench_cold_ingest(pdf, args.runs)
+    if not args.skip_ingest:
+        bench_stored_count(args.runs)
 
 
 if __name__ == "__main__":
