@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint typecheck pytest bench screenshots fake-server clean
+.PHONY: run test lint typecheck pytest bench screenshots fake-server bundle clean
 
 run: $(VENV)/.run-installed
 	$(BIN)/longdoc
@@ -25,10 +25,16 @@ bench: $(VENV)/.test-installed
 	$(BIN)/python bench/bench_tokens.py
 	$(BIN)/python bench/bench_warm.py
 	$(BIN)/python bench/bench_quotes.py
+	$(BIN)/python bench/bench_batch.py
 	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_ui_stream.py
 
 screenshots: $(VENV)/.test-installed
 	QT_QPA_PLATFORM=offscreen $(BIN)/python packaging/screenshots.py --out screenshots
+
+# The offline install bundle (wheelhouse for Python 3.11-3.13, installer, desktop entry).
+bundle: $(VENV)/.test-installed
+	bash packaging/build-bundle.sh
+	bash packaging/build-onefolder.sh
 
 # An SGLang-compatible server on loopback, to try the app without a GPU.
 fake-server: $(VENV)/.test-installed

@@ -1,137 +1,509 @@
-"""Summarize every document in a folder: resumable, with progress, exported as a report.
+"""Batch work over folders: summaries and review grids, concurrent, resumable, with a report.
+
+Every document is still asked whole, in one prompt, through the same ``Answerer`` as a
+question in the app, so a batch warms the server's prefix cache for later questions.
+Requests run in parallel up to the server's own concurrency; each document's questions run
+in order on one worker so the second question reuses the first one's cached prefix.
 
 Resuming needs no bookkeeping of its own: every answer lands in the answer cache as it
-completes, so running the same batch again serves finished documents from the cache at
-once and asks only about the rest.
+completes (the store commits each one), so a re-run serves finished documents from the
+cache and asks only about the rest; a killed run loses at most the answers in flight.
 """
 
 from __future__ import annotations
 
+import contextlib
+import csv
+import io
 import json
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 
-from desktop.answering.events import Sent, Stored
+from desktop.answering.events import Stored
 from desktop.answering.service import Answerer, Question
-from desktop.errors import Cancelled, DocumentError, LongdocError, ServerUnavailable
+from desktop.documents import SUPPORTED_SUFFIXES
+from desktop.documents.model import Document
+from desktop.errors import Cancelled, DocumentError, LongdocError, StorageError, UsageError
 from desktop.library import open_document
-from desktop.store.db import Store
+from desktop.store.db import Store, StoredAnswer
 
-SUMMARY_QUESTION = (
-    "Summarize this document for an analyst: what it is, its main points and any "
-    "obligations, dates, amounts or risks it states. Cite pages."
-)
+STYLES = ("brief", "detailed", "contract", "manual", "transcript")
+DEFAULT_STYLE = "brief"
+# Without word from the server (a router, another engine), this many requests at once.
+UNKNOWN_CONCURRENCY = 4
+MAX_CONCURRENCY = 8
+REPORT_FORMATS = ("md", "json", "csv")
+
+Kind = Literal["summary", "review"]
+ItemStatus = Literal["pending", "running", "done", "failed", "skipped", "cancelled"]
+
+
+def _resources_dir() -> Path:
+    """The checkout's ``resources/prompts``, or the copy a wheel installs under the prefix."""
+    source = Path(__file__).resolve().parents[1] / "resources" / "prompts"
+    if source.is_dir():
+        return source
+    return Path(sys.prefix) / "share" / "longdoc" / "prompts"
+
+
+PROMPTS_DIR = _resources_dir()
+
+
+def load_style(style: str) -> str:
+    """The summary prompt for a style name, or the text of a template file."""
+    if style in STYLES:
+        return (PROMPTS_DIR / f"summary-{style}.md").read_text(encoding="utf-8").strip()
+    path = Path(style).expanduser()
+    if not path.is_file():
+        raise UsageError(
+            f"--style {style}: not a style ({', '.join(STYLES)}) nor a template file; copy "
+            f"one from {PROMPTS_DIR} and change it."
+        )
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read the template ({exc}).") from None
+    if not text:
+        raise UsageError(f"{path}: the template is empty.")
+    return text
+
+
+def load_questions(path: Path) -> list[str]:
+    """One question per non-empty line (lines starting with # are comments)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read the questions ({exc}).") from None
+    questions = [ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+    if not questions:
+        raise UsageError(f"{path}: no questions in the file (one per line).")
+    return questions
+
+
+def server_concurrency(info: dict[str, Any]) -> int | None:
+    """How many requests the server runs at once, from SGLang's ``/server_info``."""
+    value = info.get("max_running_requests")
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    states = info.get("internal_states")
+    if isinstance(states, list):
+        per_rank = [
+            s.get("effective_max_running_requests_per_dp") for s in states if isinstance(s, dict)
+        ]
+        numbers = [v for v in per_rank if isinstance(v, int) and not isinstance(v, bool) and v > 0]
+        if numbers:
+            return sum(numbers)
+    return None
+
+
+def default_concurrency(info: dict[str, Any]) -> int:
+    """The server's concurrency bounded to MAX_CONCURRENCY; UNKNOWN_CONCURRENCY if unknown."""
+    known = server_concurrency(info)
+    return UNKNOWN_CONCURRENCY if known is None else max(1, min(MAX_CONCURRENCY, known))
+
+
+# --- the report ----------------------------------------------------------------------------
+
+
+@dataclass
+class Cell:
+    """One answer of a batch: one question about one document."""
+
+    question: str
+    status: Literal["pending", "done", "failed"] = "pending"
+    answer: str = ""
+    from_cache: bool = False
+    model: str = ""
+    error: str = ""
+    citations: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
 class BatchItem:
-    """The outcome for one file."""
+    """One file of the batch and what became of it."""
 
     path: str
-    status: str = "pending"  # pending | done | cached | failed | skipped
+    status: ItemStatus = "pending"
     title: str = ""
+    sha256: str = ""
     pages: int = 0
     tokens: int = 0
-    summary: str = ""
     error: str = ""
-    model: str = ""
     seconds: float = 0.0
+    cells: list[Cell] = field(default_factory=list)
+
+    @property
+    def from_cache(self) -> bool:
+        """Every answer came from an earlier run."""
+        return bool(self.cells) and all(c.from_cache for c in self.cells)
+
+
+def _pages(n: int) -> str:
+    return f"{n} page" if n == 1 else f"{n} pages"
 
 
 @dataclass
 class BatchReport:
-    """Every item of a batch run, in order."""
+    """Every file of a run, in the order given."""
 
-    question: str
+    kind: Kind
+    questions: list[str]
+    style: str = ""
     items: list[BatchItem] = field(default_factory=list)
     started_at: float = field(default_factory=time.time)
+    finished_at: float | None = None
 
     def counts(self) -> dict[str, int]:
-        """How many items ended in each status."""
+        """How many files ended in each status."""
         result: dict[str, int] = {}
         for item in self.items:
             result[item.status] = result.get(item.status, 0) + 1
         return result
 
+    @property
+    def failed(self) -> list[BatchItem]:
+        """Documents that did not get all their answers."""
+        return [i for i in self.items if i.status in ("failed", "cancelled")]
+
+    def _heading(self) -> str:
+        return "Summaries" if self.kind == "summary" else "Review"
+
     def to_markdown(self) -> str:
-        """The report as Markdown: one section per document, failures listed at the end."""
+        """A section per document (title, pages, tokens, model, answers with citations)."""
         stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(self.started_at))
-        counts = ", ".join(f"{n} {status}" for status, n in sorted(self.counts().items()))
-        lines = [f"# Summaries ({stamp})", "", f"Question: {self.question}", "", counts, ""]
-        for item in self.items:
-            if item.status in ("done", "cached"):
-                lines += [
-                    f"## {item.title or Path(item.path).name}",
-                    "",
-                    f"`{item.path}`: {item.pages} pages, {item.tokens:,} tokens, "
-                    f"model {item.model}",
-                    "",
-                    item.summary.strip(),
-                    "",
-                ]
-        problems = [i for i in self.items if i.status in ("failed", "skipped")]
-        if problems:
-            lines += ["## Not summarized", ""]
-            lines += [f"- `{i.path}`: {i.error}" for i in problems]
+        counts = self.counts()
+        done = counts.get("done", 0)
+        lines = [f"# {self._heading()} ({stamp})", ""]
+        if self.kind == "summary":
+            lines += [f"Style: {self.style or 'custom'}", ""]
+        else:
+            lines += ["Questions:", ""] + [f"{n}. {q}" for n, q in enumerate(self.questions, 1)]
             lines.append("")
+        summary = [f"{done} answered"]
+        summary += [f"{counts[s]} {s}" for s in ("failed", "skipped", "cancelled") if counts.get(s)]
+        lines += [", ".join(summary) + ".", ""]
+        for item in self.items:
+            if item.status != "done":
+                continue
+            model = next((c.model for c in item.cells if c.model), "")
+            lines += [
+                f"## {item.title or Path(item.path).name}",
+                "",
+                f"`{item.path}`: {_pages(item.pages)}, {item.tokens:,} tokens"
+                + (f", model {model}" if model else "")
+                + (", answered in an earlier run" if item.from_cache else ""),
+                "",
+            ]
+            for cell in item.cells:
+                if self.kind == "review":
+                    lines += [f"### {cell.question}", ""]
+                lines += [cell.answer.strip(), ""]
+                flagged = [c for c in cell.citations if c.get("status") in _FLAGGED]
+                if flagged:
+                    lines += [f"> Check: {_describe(c)}" for c in flagged]
+                    lines.append("")
+        for status, title in (
+            ("failed", "Failed"),
+            ("cancelled", "Cancelled"),
+            ("skipped", "Skipped"),
+        ):
+            group = [i for i in self.items if i.status == status]
+            if group:
+                lines += [f"## {title}", ""]
+                lines += [f"- `{i.path}`: {i.error}" for i in group]
+                lines.append("")
         return "\n".join(lines)
 
     def to_json(self) -> str:
-        """The report as JSON."""
-        return json.dumps(
-            {
-                "question": self.question,
-                "started_at": self.started_at,
-                "items": [vars(i) for i in self.items],
-            },
-            ensure_ascii=False,
-            indent=2,
-        )
+        """The whole report as one JSON object."""
+        data = {
+            "kind": self.kind,
+            "style": self.style,
+            "questions": self.questions,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "counts": self.counts(),
+            "items": [asdict(i) | {"from_cache": i.from_cache} for i in self.items],
+        }
+        return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+
+    def to_csv(self) -> str:
+        """The review grid: a row per document, a column per question."""
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow(["path", "title", "status", "pages", "tokens", *self.questions])
+        for item in self.items:
+            cells = {c.question: c for c in item.cells}
+            row = [item.path, item.title, item.status, item.pages, item.tokens]
+            for question in self.questions:
+                cell = cells.get(question)
+                if cell is None or cell.status != "done":
+                    row.append(item.error if cell is None else cell.error or item.error)
+                    continue
+                text = cell.answer.strip()
+                if cell.citations:
+                    text += "\n\nCitations: " + "; ".join(_describe(c) for c in cell.citations)
+                row.append(text)
+            writer.writerow(row)
+        return buffer.getvalue()
+
+    def render(self, fmt: str) -> str:
+        """The report in ``md``, ``json`` or ``csv``."""
+        if fmt == "json":
+            return self.to_json()
+        if fmt == "csv":
+            return self.to_csv()
+        return self.to_markdown()
 
 
-Progress = Callable[[int, int, BatchItem], None]
+_FLAGGED = ("other_page", "not_found")
 
 
-def summarize(
-    paths: Sequence[Path],
-    store: Store,
-    answerer: Answerer,
-    *,
-    question: str = SUMMARY_QUESTION,
-    thinking: bool = False,
-    on_progress: Progress | None = None,
-    cancel: threading.Event | None = None,
-) -> BatchReport:
-    """Summarize each file in turn; a document problem skips that file, a dead server stops."""
-    report = BatchReport(question)
-    report.items = [BatchItem(str(p)) for p in paths]
-    cancel = cancel or threading.Event()
-    total = len(report.items)
-    for number, (path, item) in enumerate(zip(paths, report.items, strict=True), 1):
-        if cancel.is_set():
-            raise Cancelled()
-        started = time.monotonic()
+def _describe(citation: dict[str, Any]) -> str:
+    label = str(citation.get("label", "?"))
+    # Page labels read "p. 12"; transcript times and Word anchors stand alone.
+    where = label if label.startswith("§") or ":" in label else f"p. {label}"
+    quote = citation.get("quote")
+    status = str(citation.get("status", "")).replace("_", " ")
+    return f'{where} "{quote}" ({status})' if quote else f"{where} ({status})"
+
+
+def report_format(out: Path | None, fmt: str | None) -> str:
+    """``--format`` wins over the ``--out`` suffix (case-insensitive); Markdown otherwise."""
+    if fmt:
+        fmt = fmt.lower()
+        if fmt not in REPORT_FORMATS:
+            raise UsageError(f"--format {fmt}: use one of {', '.join(REPORT_FORMATS)}.")
+        return fmt
+    if out is not None:
+        suffix = out.suffix.lower().lstrip(".")
+        if suffix in ("md", "markdown", "txt"):
+            return "md"
+        if suffix in REPORT_FORMATS:
+            return suffix
+        raise UsageError(f"{out}: the report must end in .md, .json or .csv (or give --format).")
+    return "md"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename: never half a file."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise StorageError(f"{path}: cannot write the report ({exc.strerror}).") from exc
+
+
+# --- running ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BatchEvent:
+    """Progress of a run: one file started, finished, failed or skipped; or the run ended."""
+
+    event: Literal["started", "done", "failed", "skipped", "cancelled", "finished"]
+    path: str = ""
+    item: BatchItem | None = None
+    counts: dict[str, int] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """One line of ``--json`` output."""
+        data: dict[str, Any] = {"event": self.event}
+        if self.path:
+            data["path"] = self.path
+        item = self.item
+        if item is not None and self.event == "done":
+            data |= {
+                "title": item.title,
+                "pages": item.pages,
+                "tokens": item.tokens,
+                "seconds": round(item.seconds, 3),
+                "from_cache": item.from_cache,
+            }
+        elif item is not None and self.event in ("failed", "skipped", "cancelled"):
+            data["error"] = item.error
+        if self.counts is not None:
+            data["counts"] = self.counts
+        return data
+
+
+Listener = Callable[[BatchEvent], None]
+
+
+@dataclass
+class Job:
+    """What to ask of every document."""
+
+    kind: Kind
+    questions: list[str]
+    style: str = ""
+    thinking: bool = False
+    force: bool = False
+
+
+def collect(paths: Sequence[Path]) -> list[Path]:
+    """Files as given, and every file inside folders (recursive, sorted, hidden ones left out).
+
+    Files that are not documents stay in the list: the run reports them as skipped.
+    """
+    result: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            result.extend(
+                sorted(
+                    p
+                    for p in path.rglob("*")
+                    if not any(part.startswith(".") for part in p.relative_to(path).parts)
+                    and not p.is_dir()
+                )
+            )
+        else:
+            result.append(path)
+    return result
+
+
+def _not_a_document(path: Path) -> str | None:
+    """Why ``path`` is not a document to ask about, or None."""
+    if not path.exists():
+        return "no such file"
+    if not path.is_file():
+        return "not a regular file"
+    if path.suffix.lower() not in SUPPORTED_SUFFIXES:
+        kinds = ", ".join(sorted(SUPPORTED_SUFFIXES))
+        return f"not a document Longdoc reads ({kinds})"
+    return None
+
+
+def _citations(store: Store, answer: StoredAnswer, doc: Document) -> list[dict[str, Any]]:
+    """The answer's citations, each quote checked against the document (as ``ask --json``)."""
+    from desktop.answering.citations import answer_checks
+
+    return [check.to_json() for check in answer_checks(store, answer, doc)]
+
+
+class Batch:
+    """One run: files, a job, a store and an answerer; ``run()`` blocks until it ends."""
+
+    def __init__(
+        self,
+        paths: Sequence[Path],
+        store: Store,
+        answerer: Answerer,
+        job: Job,
+        *,
+        concurrency: int,
+        listener: Listener | None = None,
+        cancel: threading.Event | None = None,
+    ) -> None:
+        self.store = store
+        self.answerer = answerer
+        self.job = job
+        self.concurrency = max(1, concurrency)
+        self.cancel = cancel or threading.Event()
+        self._listener = listener
+        self._lock = threading.Lock()
+        self.report = BatchReport(job.kind, list(job.questions), job.style)
+        self.report.items = [BatchItem(str(p)) for p in paths]
+        self._paths = [Path(p) for p in paths]
+
+    def _emit(self, event: BatchEvent) -> None:
+        if self._listener is not None:
+            with self._lock:
+                self._listener(event)
+
+    def run(self) -> BatchReport:
+        """Ask every document; a failure stays with its document and nothing else stops."""
+        # Nothing could start without a server: raise (the usual exit codes), ask nothing.
+        self.answerer.model()
+        todo: list[tuple[Path, BatchItem]] = []
+        for path, item in zip(self._paths, self.report.items, strict=True):
+            reason = _not_a_document(path)
+            if reason is not None:
+                item.status, item.error = "skipped", reason
+                self._emit(BatchEvent("skipped", item.path, item))
+            else:
+                todo.append((path, item))
+        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="longdoc-batch")
+        futures = [pool.submit(self._one, path, item) for path, item in todo]
         try:
-            doc, _ = open_document(path, store)
-            item.title, item.pages, item.tokens = doc.title, len(doc.pages), doc.tokens
-            for event in answerer.ask(Question(doc, question, thinking=thinking), cancel):
-                if isinstance(event, Sent) and on_progress:
-                    item.status = "asking"
-                    on_progress(number, total, item)
-                if isinstance(event, Stored):
-                    item.summary = event.answer.answer
-                    item.model = event.answer.model
-                    item.status = "cached" if event.from_cache else "done"
-        except DocumentError as exc:
-            item.status, item.error = "skipped", exc.reason
-        except (Cancelled, ServerUnavailable):
+            for future in futures:
+                future.result()
+        except BaseException:
+            # Ctrl-C or a bug: stop asking; answers in flight end as incomplete (kept,
+            # never served from the cache) and files not started are reported as such.
+            self.cancel.set()
+            for future in futures:
+                future.cancel()
             raise
+        finally:
+            pool.shutdown(wait=True)
+            self.finish()
+        return self.report
+
+    def finish(self) -> None:
+        """Mark files never started as cancelled and announce the end (once)."""
+        if self.report.finished_at is not None:
+            return
+        for item in self.report.items:
+            if item.status == "pending":
+                item.status, item.error = "cancelled", "not started: the run was stopped"
+        self.report.finished_at = time.time()
+        self._emit(BatchEvent("finished", counts=self.report.counts()))
+
+    def _one(self, path: Path, item: BatchItem) -> None:
+        """Open one document and ask each question in order (the prefix stays warm)."""
+        if self.cancel.is_set():
+            item.status, item.error = "cancelled", "cancelled before it started"
+            self._emit(BatchEvent("cancelled", item.path, item))
+            return
+        started = time.monotonic()
+        item.status = "running"
+        self._emit(BatchEvent("started", item.path, item))
+        try:
+            doc, _ = open_document(path, self.store)
+            item.title, item.sha256 = doc.title, doc.sha256
+            item.pages, item.tokens = len(doc.pages), doc.tokens
+            for text in self.job.questions:
+                cell = Cell(text)
+                item.cells.append(cell)
+                question = Question(
+                    doc, text, thinking=self.job.thinking, use_cache=not self.job.force
+                )
+                stored: StoredAnswer | None = None
+                for event in self.answerer.ask(question, self.cancel):
+                    if isinstance(event, Stored):
+                        stored = event.answer
+                        cell.answer = stored.answer
+                        cell.model = stored.model
+                        cell.from_cache = event.from_cache
+                cell.status = "done"
+                if stored is not None:
+                    cell.citations = _citations(self.store, stored, doc)
+        except Cancelled:
+            item.status, item.error = "cancelled", "cancelled while answering"
+        except DocumentError as exc:
+            item.status, item.error = "failed", exc.reason
         except LongdocError as exc:
             item.status, item.error = "failed", str(exc)
-        item.seconds = time.monotonic() - started
-        if on_progress:
-            on_progress(number, total, item)
-    return report
+        else:
+            item.status = "done"
+        finally:
+            item.seconds = time.monotonic() - started
+            for cell in item.cells:
+                if cell.status == "pending":
+                    cell.status, cell.error = "failed", item.error
+        self._emit(BatchEvent(item.status, item.path, item))

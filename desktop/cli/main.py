@@ -37,7 +37,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The full command-line parser."""
-    from desktop.cli import ask, gui, ingest, summarize, warm
+    from desktop.cli import ask, doctor, gui, ingest, summarize, warm
 
     parser = _Parser(
         prog="longdoc",
@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.register(sub)
     summarize.register(sub)
     gui.register(sub)
+    doctor.register(sub)
     warm.register(sub)
     try:
         from desktop.cli import server
@@ -70,6 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse, dispatch, turn expected failures into one line and an exit code."""
+    probe = os.environ.get("LONGDOC_PROBE")
+    if probe:
+        # `longdoc doctor` in a one-folder build checks Qt in a child like this.
+        from desktop.doctor import run_probe
+
+        return run_probe(probe)
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(

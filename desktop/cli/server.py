@@ -165,6 +165,17 @@ def register(subparsers: Any) -> None:
     status.add_argument("--json", action="store_true", help="print one JSON object")
     logs = add("logs", "print the server log", cmd_logs)
     logs.add_argument("--follow", "-f", action="store_true", help="keep printing new lines")
+    from desktop.cli import selftest
+
+    selftest.add_arguments(
+        add(
+            "selftest",
+            "check that the server reads whole long documents: needles planted at several "
+            "depths of generated documents, recall per length and depth, prefill and decode "
+            "speed, prefix-cache reuse (exit 7 when a needle is missed)",
+            selftest.cmd_selftest,
+        )
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -28,8 +28,11 @@ from desktop.config import Settings, data_dir, load_settings
 from desktop.documents import SUPPORTED_SUFFIXES
 from desktop.documents.model import Document
 from desktop.errors import ConfigError
+from desktop.library import open_document
 from desktop.ui import messages, tasks
 from desktop.ui.ask_panel import AskPanel
+from desktop.ui.batch_window import BatchWindow
+from desktop.ui.doctor_dialog import DoctorDialog
 from desktop.ui.document_view import DocumentView
 from desktop.ui.library_panel import LibraryPanel
 from desktop.ui.server_panel import ServerIndicator, ServerMonitor, ServerPanel
@@ -60,6 +63,7 @@ class MainWindow(QMainWindow):
         self._server_state: str | None = None
         self._context_task: tasks.Task[int] | None = None
         self.server_panel: ServerPanel | None = None
+        self.batch_window: BatchWindow | None = None
         self._splitters_restored = False
 
         self.library = LibraryPanel(session.store)
@@ -175,6 +179,11 @@ class MainWindow(QMainWindow):
 
         server_menu = menu.addMenu("&Server")
         server_menu.addAction(self._action("Server &panel…", None, self.show_server_panel))
+
+        tools_menu = menu.addMenu("&Tools")
+        tools_menu.addAction(self._action("&Batch…", "Ctrl+B", self.show_batch_window))
+        help_menu = menu.addMenu("&Help")
+        help_menu.addAction(self._action("&Check this workstation…", None, self.show_doctor))
 
     @Slot()
     def _on_ask_action_triggered(self) -> None:
@@ -316,6 +325,36 @@ class MainWindow(QMainWindow):
             name="context length",
         )
 
+    def show_batch_window(self) -> BatchWindow:
+        """Tools ▸ Batch: summaries or a review grid over folders."""
+        if self.batch_window is None:
+            self.batch_window = BatchWindow(self.session, self)
+            self.batch_window.citation_opened.connect(self._on_batch_window_citation_opened)
+        self.batch_window.show()
+        self.batch_window.raise_()
+        return self.batch_window
+
+    @Slot(str, str)
+    def _on_batch_window_citation_opened(self, path: str, label: str) -> None:
+        """Open a batch answer's cited page: the document in the viewer, at that page."""
+        store = self.session.store
+        wanted = Path(path)
+
+        def opened(doc: Document) -> None:
+            self.show_document(doc)
+            self.library.select(doc.sha256)
+            if not self.doc_view.go_to_citation(label, None):
+                messages.warning(f"The answer cites page {label}, which this document lacks.")
+            self.raise_()
+            self.activateWindow()
+
+        tasks.run_call(
+            lambda: open_document(wanted, store)[0],
+            success=opened,
+            failure=messages.error,
+            name="open cited document",
+        )
+
     def show_server_panel(self) -> None:
         """The server panel (non-modal)."""
         if self.server_panel is None:
@@ -323,6 +362,23 @@ class MainWindow(QMainWindow):
             self.server_panel.settings_changed.connect(self._apply_settings)
         self.server_panel.show()
         self.server_panel.raise_()
+
+    def show_doctor(self) -> DoctorDialog:
+        """Help ▸ Check this workstation: the ``longdoc doctor`` checklist."""
+        from desktop.doctor import Context
+
+        settings = self.session.settings
+        context = Context(
+            data_dir=data_dir(),
+            profile_name=settings.profile,
+            container_runtime=settings.container_runtime,
+            endpoint=settings.endpoint,
+            api_key=settings.api_key,
+        )
+        dialog = DoctorDialog(context, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+        return dialog
 
     @Slot()
     def _on_ask_panel_server_start_requested(self) -> None:
@@ -412,6 +468,8 @@ class MainWindow(QMainWindow):
         self.monitor.stop()
         if self.server_panel is not None:
             self.server_panel.close()
+        if self.batch_window is not None:
+            self.batch_window.shutdown()
         self._maybe_stop_server()
         messages.bus().detach()
         with contextlib.suppress(RuntimeError, TypeError):  # already disconnected

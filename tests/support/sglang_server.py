@@ -279,6 +279,16 @@ def compose_answer(prompt: str, question: str) -> tuple[str, str]:
     return reasoning, answer
 
 
+_NEEDLE_RE = re.compile(r"access code for the (\w+) vault is (\d{6})")
+
+
+def needle_answer(prompt: str, horizon: float) -> str:
+    """The codes a model that reads only the first ``horizon`` of the prompt would give."""
+    limit = int(len(prompt) * horizon)
+    found = [m for m in _NEEDLE_RE.finditer(prompt) if m.end() <= limit]
+    return "\n".join(f"{m.group(1)}: {m.group(2)}" for m in found) or "No codes found."
+
+
 def fit_tokens(text: str, target: int | None) -> str:
     """``text`` padded with filler words (or cut) to exactly ``target`` tokens."""
     if target is None:
@@ -358,6 +368,10 @@ class Behaviour:
     """Prefill speed for uncached prompt tokens; None = instant."""
     ready: bool = True
     """False makes /health, /health_generate and /ready answer 503."""
+    needle_horizon: float | None = None
+    """Needle mode (``longdoc server selftest``): answer "vault: code" for every planted
+    access code in the first ``needle_horizon`` fraction of the prompt (1.0 reads it all;
+    0.6 misses late needles, like a server whose context silently ends early)."""
 
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -374,6 +388,7 @@ class Behaviour:
         "answer_text",
         "prefill_tokens_per_s",
         "ready",
+        "needle_horizon",
     )
 
     def update(self, **changes: Any) -> None:
@@ -498,6 +513,8 @@ class Metrics:
     num_requests: int = 0
     num_aborted: int = 0
     running: int = 0
+    peak_running: int = 0
+    """Most chat requests ever generating at once (batch concurrency tests)."""
     running_tokens: int = 0
     gen_throughput: float = 0.0
 
@@ -1232,6 +1249,7 @@ class _Handler(BaseHTTPRequestHandler):
         gen.stream = stream
         with fake._lock:
             fake.metrics.running += 1
+            fake.metrics.peak_running = max(fake.metrics.peak_running, fake.metrics.running)
             fake.metrics.running_tokens += n
             fake.metrics.num_requests += 1
             fake.metrics.prompt_tokens += n
@@ -1391,6 +1409,8 @@ class _Handler(BaseHTTPRequestHandler):
         reasoning, answer = compose_answer(prompt, last_question(messages))
         if settings["answer_text"] is not None:
             answer = str(settings["answer_text"])
+        if settings["needle_horizon"] is not None:
+            answer = needle_answer(prompt, float(settings["needle_horizon"]))
         answer = fit_tokens(answer, settings["answer_tokens"])
         pieces: list[Piece] = []
         reasoning_tokens = 0

@@ -181,12 +181,13 @@ def test_repeated_labels_are_judged_over_the_whole_document() -> None:
 
 
 def test_thinking_and_summary_share_the_prefix_with_a_question() -> None:
-    from desktop.batch import SUMMARY_QUESTION
+    from desktop.batch import load_style
 
+    summary = load_style("contract")  # what `longdoc summarize --style contract` asks
     doc = make_document([(str(i), f"Text {i}.") for i in range(1, 6)])
     for pages in (PageRange(1, 5), PageRange(2, 4)):
         prefix = cacheable_prefix(doc, pages)
-        for question, thinking in (("What?", True), ("What?", False), (SUMMARY_QUESTION, True)):
+        for question, thinking in (("What?", True), ("What?", False), (summary, True)):
             assert rendered(doc, pages, question, thinking).startswith(prefix)
 
 

@@ -1,0 +1,73 @@
+"""``longdoc doctor``: check this workstation and say what to fix."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+# Exit code when at least one check is a problem; documented in desktop/errors.py.
+EXIT_DOCTOR_PROBLEMS = 7
+
+_MARK = {"ok": "ok     ", "warning": "warning", "problem": "PROBLEM"}
+
+
+def register(sub: Any) -> None:
+    """Add the ``doctor`` command."""
+    p = sub.add_parser(
+        "doctor",
+        help="check this workstation: app, data, container runtime, GPUs, model, server",
+        description="Check everything Longdoc needs on this workstation (Python and Qt, the "
+        "data directory, the container runtime, GPU devices and permissions, the server "
+        "image, the model folder, the port, the server and its context length) and say "
+        "how to fix each problem. Exit 0 when nothing is a problem (warnings allowed), "
+        f"{EXIT_DOCTOR_PROBLEMS} when something is.",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"checks": [{"name", "status": "ok|warning|problem", "detail", "fix"}]}',
+    )
+    p.add_argument("--profile", metavar="NAME", help="check this server profile")
+    p.add_argument("--endpoint", metavar="URL", help="check this server instead of the managed one")
+    p.add_argument("--api-key", metavar="KEY", help="the key for --endpoint")
+    p.set_defaults(func=cmd_doctor)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Run every check; print a checklist or JSON."""
+    from desktop.config import data_dir, load_settings, with_overrides
+    from desktop.doctor import Context, has_problems, iter_checks
+
+    settings = with_overrides(
+        load_settings(),
+        profile=args.profile,
+        endpoint=args.endpoint,
+        api_key=args.api_key,
+    )
+    ctx = Context(
+        data_dir=data_dir(),
+        profile_name=settings.profile,
+        container_runtime=settings.container_runtime,
+        endpoint=settings.endpoint,
+        api_key=settings.api_key,
+    )
+    checks = []
+    for check in iter_checks(ctx):
+        checks.append(check)
+        if not args.json:
+            print(f"{_MARK[check.status]}  {check.name}: {check.detail}", flush=True)
+            if check.fix:
+                print(f"         fix: {check.fix}", flush=True)
+    problems = sum(c.status == "problem" for c in checks)
+    warnings = sum(c.status == "warning" for c in checks)
+    if args.json:
+        json.dump({"checks": [c.to_json() for c in checks]}, sys.stdout, indent=1)
+        print()
+    else:
+        print(
+            f"\n{problems} problem{'s' * (problems != 1)}, "
+            f"{warnings} warning{'s' * (warnings != 1)}."
+        )
+    return EXIT_DOCTOR_PROBLEMS if has_problems(checks) else 0

@@ -1,0 +1,24 @@
+"""Help ▸ Check this workstation shows the doctor's checklist, including the server's state."""
+
+from __future__ import annotations
+
+from desktop.ui.main_window import MainWindow
+
+
+def test_help_menu_shows_the_checklist_with_the_server_ok(
+    window: MainWindow, qtbot: object
+) -> None:
+    help_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Help")
+    action = next(a for a in help_menu.actions() if a.text().startswith("&Check this workstation"))
+    action.trigger()
+    dialogs = [w for w in window.children() if type(w).__name__ == "DoctorDialog"]
+    assert len(dialogs) == 1
+    dialog = dialogs[0]
+    qtbot.waitUntil(lambda: bool(dialog.checks), timeout=120_000)  # type: ignore[attr-defined]
+    names = {c.name: c for c in dialog.checks}
+    # The window talks to the fake server with the right key: the server line says ok.
+    assert names["Server"].status == "ok"
+    assert dialog.tree.topLevelItemCount() == len(dialog.checks)
+    texts = [dialog.tree.topLevelItem(i).text(1) for i in range(dialog.tree.topLevelItemCount())]
+    assert "Server" in texts and "Data directory" in texts
+    assert dialog.again_button.isEnabled()
