@@ -157,3 +157,16 @@ def test_warm_reports_a_bad_file_and_goes_on(
     assert len(errors) == 1 and "missing.pdf" in errors[0]
     assert "Traceback" not in result.stderr
     assert f"{pdf}: warmed" in result.stdout
+
+
+def test_cached_answer_needs_no_server_call_without_model(
+    sglang: FakeSGLang, home: Path, tmp_path: Path
+) -> None:
+    pdf = forty_page_pdf(tmp_path)
+    first = longdoc("ask", str(pdf), "What is rule 3?", *server_args(sglang), home=home)
+    assert first.returncode == 0, first.stderr
+    before = len(sglang.requests)
+    again = longdoc("ask", str(pdf), "What is rule 3?", "--json", *server_args(sglang), home=home)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["from_cache"] is True
+    assert len(sglang.requests) == before  # not even /v1/models or /server_info
