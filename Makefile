@@ -26,7 +26,9 @@ bench: $(VENV)/.test-installed
 	$(BIN)/python bench/bench_warm.py
 	$(BIN)/python bench/bench_quotes.py
 	$(BIN)/python bench/bench_batch.py
+	$(BIN)/python bench/bench_docx.py
 	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_ui_stream.py
+	$(BIN)/python bench/bench_markdown_parsers.py
 
 screenshots: $(VENV)/.test-installed
 	QT_QPA_PLATFORM=offscreen $(BIN)/python packaging/screenshots.py --out screenshots

@@ -40,8 +40,8 @@ from desktop.answering.events import AnswerDelta  # noqa: E402
 from desktop.config import Settings, db_path  # noqa: E402
 from desktop.documents import tokens  # noqa: E402
 from desktop.store.db import Store  # noqa: E402
-from desktop.ui.answer_view import FRAME_S, MarkdownWriter  # noqa: E402
 from desktop.ui.app import application, create_window  # noqa: E402
+from desktop.ui.markdown_writer import FRAME_S, MarkdownWriter  # noqa: E402
 
 API_KEY = "bench"
 PDF = (

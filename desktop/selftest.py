@@ -384,6 +384,39 @@ def _speeds(result: LengthResult, usage: Usage | None, finished: Finished | None
             result.decode_tokens_per_s = (usage.completion_tokens - 1) / decode_s
 
 
+def run_for_settings(
+    settings: Any,
+    data_dir: Path,
+    lengths: Sequence[int],
+    *,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+) -> SelftestReport:
+    """The selftest against the configured (or managed) server, as the CLI and app run it.
+
+    Haystack answers go to a scratch store, never into the user's library or answer cache;
+    the report is saved with the earlier runs.
+    """
+    import tempfile
+
+    from desktop.answering.service import Answerer, resolve_endpoint
+    from desktop.store.db import Store
+
+    endpoint = resolve_endpoint(settings)
+    with tempfile.TemporaryDirectory(prefix="longdoc-selftest-") as scratch:
+        store = Store(Path(scratch) / "selftest.db")
+        answerer = Answerer(store, endpoint, settings)
+        try:
+            report = run_selftest(
+                answerer, lengths, endpoint=endpoint.url, progress=progress, cancel=cancel
+            )
+        finally:
+            answerer.close()
+            store.close()
+    save_report(data_dir, report)
+    return report
+
+
 # --- results on disk ---------------------------------------------------------------------
 
 

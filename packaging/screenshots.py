@@ -3,8 +3,9 @@
     QT_QPA_PLATFORM=offscreen .venv/bin/python packaging/screenshots.py --out screenshots/
 
 (or ``make screenshots``; under Xvfb, drop QT_QPA_PLATFORM). Uses a temporary
-LONGDOC_HOME, so your own library and settings are untouched. Writes: 01-empty,
-02-document, 03-streaming, 04-cached, 05-over-budget, 06-server, 07-settings (.png).
+LONGDOC_HOME, so your own library and settings are untouched. Writes: 01-first-run,
+02-document, 03-streaming, 04-quote-marks, 05-prefill, 06-cached, 07-over-budget,
+08-server, 09-settings (.png).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ CORPUS = ROOT.parent / "shared" / "corpus" / "pdf-samples"
 GEOTOPO = CORPUS / "009-pdflatex-geotopo" / "GeoTopo-komprimiert.pdf"
 KEY = "screenshots"
 SIZE = (1440, 900)
+# Prompt tokens per second the fake server prefills: GeoTopo takes a few seconds.
+PREFILL_RATE = 12_000
 
 ANSWER = """## What the book covers
 
@@ -48,7 +51,8 @@ The script is an introduction to **geometry and topology** for first-semester st
 
 The preface says: "Dieses Skript wurde im Wintersemester 2013/2014 von Martin Thoma \
 geschrieben" [p. ii]. The first definition reads: "Ein topologischer Raum ist ein Paar (X, T) \
-bestehend aus einer Menge X" [p. 2]. It is "written for absolute beginners" [p. iii].
+bestehend aus einer Menge X" [p. 2]. It is "written for absolute beginners with no \
+background" [p. iii].
 
 ### In short
 
@@ -94,7 +98,8 @@ def main() -> int:
     with FakeSGLang(api_key=KEY, context_length=262_144) as server:
         window = window_for(Settings(endpoint=server.url, api_key=KEY), store)
         spin(lambda: window.indicator.state == "ready")
-        shoot(window, out, "01-empty")
+        spin(lambda: window.first_run.server_label.text().startswith("✓ Server: ready"))
+        shoot(window, out, "01-first-run")
 
         window.add_paths([GEOTOPO])
         spin(lambda: window.document is not None and window.ask_panel.budget_bar.view is not None)
@@ -103,32 +108,53 @@ def main() -> int:
         shoot(window, out, "02-document")
 
         panel = window.ask_panel
+        view = panel.answer_view
+        # A prefill the app can time (most of the prompt uncached): it learns the rate.
         server.behaviour.update(
-            answer_text=ANSWER, token_delay_s=0.03, reasoning_tokens=120, prefill_tokens_per_s=0
+            answer_text=ANSWER,
+            token_delay_s=0.03,
+            reasoning_tokens=120,
+            prefill_tokens_per_s=PREFILL_RATE,
         )
         panel.question_edit.setPlainText("What does the book cover, and for whom?")
         panel.ask()
-        spin(lambda: len(panel.answer_view.writer.text) > 330, 60)
-        panel.answer_view.reasoning_toggle.setChecked(True)
+        spin(lambda: len(view.writer.text) > 330, 90)
+        view.reasoning_toggle.setChecked(True)
         spin(lambda: False, 0.2)
         shoot(window, out, "03-streaming")
         spin(lambda: not panel.busy, 60)
+        spin(lambda: view.quote_checks is not None, 10)
+        view.reasoning_toggle.setChecked(False)
+        spin(lambda: False, 0.1)
+        view.browser.verticalScrollBar().setValue(view.browser.verticalScrollBar().maximum())
+        spin(lambda: False, 0.3)
+        shoot(window, out, "04-quote-marks")
 
+        # Other pages: nothing of this prompt is cached, so the server reads it all.
+        panel.pages_edit.setText("3-100")
+        panel.question_edit.setPlainText("Which theorems about compactness are proved?")
+        panel.ask()
+        spin(lambda: view.prefill_bar.isVisible() and view.prefill_bar.value() > 150, 60)
+        shoot(window, out, "05-prefill")
+        spin(lambda: not panel.busy, 90)
+
+        panel.pages_edit.clear()
         panel.question_edit.setPlainText("What does the book cover, and for whom?")
         panel.ask()
         spin(lambda: not panel.busy, 30)
-        shoot(window, out, "04-cached")
+        spin(lambda: view.quote_checks is not None, 10)
+        shoot(window, out, "06-cached")
 
         window.show_server_panel()
         assert window.server_panel is not None
         spin(lambda: window.server_panel is not None and window.server_panel.kv_label.text() != "")
         spin(lambda: False, 0.5)
-        shoot(window.server_panel, out, "06-server")
+        shoot(window.server_panel, out, "08-server")
         window.server_panel.close()
 
         dialog = window.show_settings()
         spin(lambda: False, 0.3)
-        shoot(dialog, out, "07-settings")
+        shoot(dialog, out, "09-settings")
         dialog.close()
         window.close()
 
@@ -140,7 +166,7 @@ def main() -> int:
         window.ask_panel.question_edit.setPlainText("Summarise the whole book.")
         spin(lambda: window.ask_panel.budget_bar.over_budget, 10)
         spin(lambda: False, 0.5)
-        shoot(window, out, "05-over-budget")
+        shoot(window, out, "07-over-budget")
         window.close()
     store.close()
     return 0

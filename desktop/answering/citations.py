@@ -27,6 +27,7 @@ from enum import Enum
 from typing import Any
 
 from desktop.answering.pages import AnchorResolver, LabelIndex
+from desktop.documents.anchors import anchor_resolver
 from desktop.documents.model import Document, Page
 from desktop.store.db import Store, StoredAnswer
 
@@ -337,7 +338,8 @@ def index_for(doc: Document, first: int = 1, last: int | None = None) -> PageInd
         if index is not None:
             _cache.move_to_end(key)
             return index
-    index = PageIndex(doc.select(first, last) if key[1:] != (1, len(doc.pages)) else doc.pages)
+    pages = doc.select(first, last) if key[1:] != (1, len(doc.pages)) else doc.pages
+    index = PageIndex(pages, anchor_resolver(doc.kind, pages))
     with _cache_lock:
         _cache[key] = index
         while len(_cache) > CACHED_INDEXES:

@@ -178,7 +178,7 @@ class ChatClient:
         return data if isinstance(data, dict) else {}
 
     def count_tokens(
-        self, messages: list[dict[str, str]], model: str, thinking: bool
+        self, messages: list[dict[str, Any]], model: str, thinking: bool
     ) -> int | None:
         """The server's own count of the rendered prompt, or None if it cannot say."""
         try:
@@ -201,7 +201,7 @@ class ChatClient:
 
     def stream(
         self,
-        messages: list[dict[str, str]],
+        messages: list[dict[str, Any]],
         *,
         model: str,
         max_tokens: int,
@@ -244,7 +244,7 @@ class StreamingAnswer:
     def __init__(
         self,
         client: ChatClient,
-        messages: list[dict[str, str]],
+        messages: list[dict[str, Any]],
         model: str,
         max_tokens: int,
         thinking: bool,

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Generator
 from dataclasses import dataclass
+from typing import Any
 
 from desktop.answering.budget import Budget, plan_budget
 from desktop.answering.client import ChatClient, ModelInfo, StreamingAnswer, first_token_timeout
@@ -24,7 +25,6 @@ from desktop.answering.events import (
     Stored,
     Usage,
 )
-from desktop.answering.prefill import ROUTES, Prefilled, Route, RouteMissing, prefill
 from desktop.answering.prompt import (
     PROMPT_VERSION,
     PageRange,
@@ -34,6 +34,15 @@ from desktop.answering.prompt import (
     full_range,
     prefix_tokens,
 )
+from desktop.answering.scans import (
+    build_image_messages,
+    count_image_prompt_tokens,
+    page_images,
+    reads_images,
+    scanned_pages,
+    unread_warning,
+)
+from desktop.answering.warmup import ROUTES, Prefilled, Route, RouteMissing, prefill
 from desktop.config import Settings, data_dir
 from desktop.documents.ingest import require_text
 from desktop.documents.layout import counts_current
@@ -130,7 +139,7 @@ class Plan:
     question: Question
     pages: PageRange
     model: str
-    messages: list[dict[str, str]]
+    messages: list[dict[str, Any]]  # content is a string, or text and image parts
     budget: Budget
     key: AnswerKey
 
@@ -145,6 +154,7 @@ class Answerer:
         self.client = ChatClient(endpoint.url, endpoint.api_key)
         self._model: ModelInfo | None = None
         self._max_input: int | None = None
+        self._reads_images: bool | None = None
         self._lock = threading.Lock()
         # The raw-prompt routes still worth trying for warm-ups (a 404 removes one).
         self._routes: list[Route] = list(ROUTES)
@@ -183,6 +193,16 @@ class Answerer:
         except LongdocError:
             log.debug("could not remember the model", exc_info=True)
         return chosen
+
+    def reads_images(self) -> bool:
+        """Whether the server's model reads images (asked once, from ``/model_info``)."""
+        with self._lock:
+            known = self._reads_images
+        if known is None:
+            known = reads_images(self.endpoint.url, self.endpoint.api_key)
+            with self._lock:
+                self._reads_images = known
+        return known
 
     def cache_key(self, question: Question, model: str, max_tokens: int) -> AnswerKey:
         """The answer-cache key for a question."""
@@ -238,15 +258,23 @@ class Answerer:
         info = self.model()
         doc = question.document
         pages = question.page_range()
-        require_text(doc, pages.first, pages.last)
         reserve = question.max_tokens or self.settings.answer_reserve
-        messages = build_messages(doc, pages, question.text)
-        had_counts = counts_current(doc)
-        prompt_tokens = count_prompt_tokens(doc, pages, question.text, question.thinking)
-        if not had_counts:
-            self._save_counts(doc)
+        scanned = scanned_pages(doc, pages)
+        messages: list[dict[str, Any]]
+        if scanned and self.reads_images():
+            messages = build_image_messages(doc, pages, question.text, page_images(doc, scanned))
+            prompt_tokens = count_image_prompt_tokens(messages, question.thinking)
+        else:
+            require_text(doc, pages.first, pages.last)
+            messages = list(build_messages(doc, pages, question.text))
+            had_counts = counts_current(doc)
+            prompt_tokens = count_prompt_tokens(doc, pages, question.text, question.thinking)
+            if not had_counts:
+                self._save_counts(doc)
         assert info.max_model_len is not None
         budget = plan_budget(prompt_tokens, info.max_model_len, reserve, self._max_input)
+        if scanned and not self.reads_images():
+            budget.warnings.append(unread_warning(scanned, doc))
         if not budget.fits:
             raise DocumentTooLarge(
                 doc.path,
@@ -286,6 +314,11 @@ class Answerer:
         info = self.model()
         doc = document
         pages = pages or full_range(doc)
+        if scanned_pages(doc, pages) and self.reads_images():
+            # Page images go in a user message (scans.py): no raw text prefix to send, so
+            # the warm-up is a one-token chat request laid out like the questions.
+            timeout = first_token_timeout(doc.tokens, self.settings.min_prefill_rate)
+            return self._prewarm_chat(doc, pages, None, timeout, cancel)
         require_text(doc, pages.first, pages.last)
         had_counts = counts_current(doc)
         size = prefix_tokens(doc, pages)
@@ -328,12 +361,14 @@ class Answerer:
         self,
         doc: Document,
         pages: PageRange,
-        size: int,
+        size: int | None,
         timeout: float,
         cancel: threading.Event,
     ) -> Warmed:
         """Warm-up as a one-token chat request, for servers without a raw-prompt route."""
         plan = self.plan(Question(doc, PREWARM_QUESTION, pages, thinking=False))
+        if size is None:
+            size = plan.budget.prompt_tokens
         started = time.monotonic()
         usage: Usage | None = None
         stream = self.client.stream(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from desktop.answering.events import (
     Sent,
     Stored,
 )
+from desktop.answering.format import ago
 from desktop.answering.pages import PageRange, describe, parse_range
 from desktop.answering.service import Answerer, Question, resolve_endpoint
 from desktop.cli.common import open_store, settings_from, warn
@@ -77,15 +77,6 @@ def register(sub: Any) -> None:
         help="print one JSON object at the end, with the checked citations",
     )
     p.set_defaults(func=cmd_ask)
-
-
-def _ago(created: float) -> str:
-    seconds = max(0, time.time() - created)
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        if seconds >= size:
-            n = int(seconds // size)
-            return f"{n} {unit}{'s' if n != 1 else ''} ago"
-    return "just now"
 
 
 def check_tokens(answerer: Answerer, question: Question) -> None:
@@ -232,7 +223,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
                     )
                 sys.stdout.write(answer.answer)
                 print(
-                    f"\n(from cache, asked {_ago(answer.created_at)}; --no-cache asks again)",
+                    f"\n(from cache, asked {ago(answer.created_at)}; --no-cache asks again)",
                     file=sys.stderr,
                 )
             if not answer.answer.endswith("\n"):

@@ -19,7 +19,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "ingest",
         help="extract, count and store documents",
-        description="Extract the text of documents (PDF, text, Markdown; folders are searched), "
+        description="Extract the text of documents (PDF, Word .docx, WebVTT/SRT transcripts, "
+        "text, Markdown; folders are searched), "
         "count their exact Qwen3.5 tokens and store them for later questions.",
     )
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
@@ -33,6 +34,7 @@ def describe(doc: Document, path: Path) -> dict[str, Any]:
         "path": str(path),
         "sha256": doc.sha256,
         "title": doc.title,
+        "kind": doc.kind,
         "pages": len(doc.pages),
         "tokens": doc.tokens,
         "chars": doc.chars,

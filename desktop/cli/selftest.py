@@ -29,14 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cmd_selftest(args: argparse.Namespace) -> int:
     """Run the needle test against the configured (or given) server; store the results."""
-    import tempfile
-    from pathlib import Path
-
-    from desktop.answering.service import Answerer, resolve_endpoint
     from desktop.config import data_dir, load_settings, with_overrides
     from desktop.errors import UsageError
-    from desktop.selftest import parse_lengths, run_selftest, save_report
-    from desktop.store.db import Store
+    from desktop.selftest import parse_lengths, results_path, run_for_settings
 
     try:
         lengths = parse_lengths(args.lengths)
@@ -49,23 +44,13 @@ def cmd_selftest(args: argparse.Namespace) -> int:
         model=args.model,
         profile=getattr(args, "profile", None),
     )
-    endpoint = resolve_endpoint(settings)
 
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    # Haystack answers never enter the user's library or answer cache.
-    with tempfile.TemporaryDirectory(prefix="longdoc-selftest-") as scratch:
-        store = Store(Path(scratch) / "selftest.db")
-        answerer = Answerer(store, endpoint, settings)
-        try:
-            report = run_selftest(
-                answerer, lengths, endpoint=endpoint.url, progress=say, cancel=threading.Event()
-            )
-        finally:
-            answerer.close()
-            store.close()
-    path = save_report(data_dir(), report)
+    home = data_dir()
+    report = run_for_settings(settings, home, lengths, progress=say, cancel=threading.Event())
+    path = results_path(home)
     if args.json:
         print(json.dumps(report.to_json(), indent=1))
     else:

@@ -7,18 +7,27 @@ import os
 import stat
 from pathlib import Path
 
+from desktop.documents.docx import DOCX_SUFFIXES, extract_docx
 from desktop.documents.layout import DOCUMENT_CLOSE, block_head, measure, page_token_counts
 from desktop.documents.model import Document
 from desktop.documents.pdf import EXTRACTOR_NAME, extract_pdf, no_text_reason
 from desktop.documents.text import MARKDOWN_SUFFIXES, TEXT_SUFFIXES, extract_text
+from desktop.documents.transcript import TRANSCRIPT_SUFFIXES, extract_transcript
 from desktop.errors import DocumentEmpty, DocumentUnreadable, UsageError
 
 # Part of every Document's ``extractor`` string: bump it whenever extraction or cleaning
 # changes its output, so cached documents from the old code are extracted again.
-EXTRACTOR_VERSION = 2
+# 2: .vtt/.srt are transcripts and .docx Word documents (before: text, or refused).
+# 3: PDF titles, metadata, labels and bookmarks without control characters; per-page
+#    prompt token counts.
+EXTRACTOR_VERSION = 3
 
 PDF_SUFFIX = ".pdf"
-SUPPORTED_SUFFIXES = frozenset({PDF_SUFFIX} | TEXT_SUFFIXES | MARKDOWN_SUFFIXES)
+SUPPORTED_SUFFIXES = frozenset(
+    {PDF_SUFFIX} | TEXT_SUFFIXES | MARKDOWN_SUFFIXES | TRANSCRIPT_SUFFIXES | DOCX_SUFFIXES
+)
+# Suffixes whose reader is chosen by name even when the bytes start like a PDF.
+_NAMED_SUFFIXES = TEXT_SUFFIXES | MARKDOWN_SUFFIXES | TRANSCRIPT_SUFFIXES | DOCX_SUFFIXES
 
 PDF_MAGIC = b"%PDF-"
 # PDF readers accept the header anywhere in the first KiB (some generators prepend junk).
@@ -55,9 +64,7 @@ def extract(path: Path, sha256: str | None = None) -> Document:
     suffix = path.suffix.lower()
     # The suffix decides for known types (a Markdown note may quote "%PDF-1.7"); the
     # header decides for the rest (a PDF saved as "download" or "report.bin").
-    is_pdf = suffix == PDF_SUFFIX or (
-        suffix not in TEXT_SUFFIXES | MARKDOWN_SUFFIXES and PDF_MAGIC in head
-    )
+    is_pdf = suffix == PDF_SUFFIX or (suffix not in _NAMED_SUFFIXES and PDF_MAGIC in head)
     if is_pdf:
         doc = extract_pdf(path)
         doc.extractor = f"{EXTRACTOR_NAME}/{EXTRACTOR_VERSION}"
@@ -67,8 +74,15 @@ def extract(path: Path, sha256: str | None = None) -> Document:
             data = path.read_bytes()
         except OSError as exc:
             raise DocumentUnreadable(path, _os_reason(exc)) from exc
-        doc = extract_text(path, data)
-        doc.extractor = f"text/{EXTRACTOR_VERSION}"
+        if suffix in TRANSCRIPT_SUFFIXES:
+            doc = extract_transcript(path, data)
+            doc.extractor = f"transcript/{EXTRACTOR_VERSION}"
+        elif suffix in DOCX_SUFFIXES:
+            doc = extract_docx(path, data)
+            doc.extractor = f"docx/{EXTRACTOR_VERSION}"
+        else:
+            doc = extract_text(path, data)
+            doc.extractor = f"text/{EXTRACTOR_VERSION}"
         digest = sha256 or hashlib.sha256(data).hexdigest()
 
     doc.sha256 = digest

@@ -52,7 +52,8 @@ def decode_bytes(path: Path, data: bytes) -> Decoded:
     if b"\x00" in data:
         raise DocumentUnreadable(
             path,
-            "this is a binary file, not text; supported are PDF, plain text and Markdown",
+            "this is a binary file, not text; supported are PDF, Word (.docx), "
+            "WebVTT/SRT transcripts, plain text and Markdown",
         )
     try:
         return Decoded(data.decode("utf-8-sig"), "utf-8")

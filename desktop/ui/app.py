@@ -6,6 +6,7 @@ import logging
 import sys
 from pathlib import Path
 
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from desktop.config import Settings, data_dir, db_path, load_settings
@@ -39,7 +40,28 @@ def application() -> QApplication:
     app.setApplicationDisplayName("Longdoc")
     app.setOrganizationName("Longdoc")
     app.setDesktopFileName("longdoc")
+    app.setWindowIcon(app_icon())
     return app
+
+
+def icons_dir() -> Path:
+    """The checkout's ``resources/icons/hicolor``, or the copy installed under the prefix."""
+    source = Path(__file__).resolve().parents[2] / "resources" / "icons" / "hicolor"
+    if source.is_dir():
+        return source
+    return Path(sys.prefix) / "share" / "icons" / "hicolor"
+
+
+def app_icon() -> QIcon:
+    """Longdoc's icon: the drawn PNG sizes (crisper than scaling) and the SVG for the rest."""
+    icon = QIcon()
+    folder = icons_dir()
+    for png in sorted(folder.glob("*/apps/longdoc.png")):
+        icon.addFile(str(png))
+    svg = folder / "scalable" / "apps" / "longdoc.svg"
+    if svg.is_file():
+        icon.addFile(str(svg))
+    return icon
 
 
 def create_window(settings: Settings, store: Store, poll_ms: int = 2_000) -> MainWindow:

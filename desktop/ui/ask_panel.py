@@ -25,8 +25,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.answering.citations import QuoteCheck, answer_checks, as_quote_checks
+from desktop.answering.citations import QuoteCheck
 from desktop.answering.events import AnswerDelta, Finished, ReasoningDelta, Sent, Stored, Usage
+from desktop.answering.format import scope as page_scope
 from desktop.answering.pages import parse_range
 from desktop.answering.prompt import PageRange
 from desktop.answering.service import Question
@@ -40,7 +41,7 @@ from desktop.errors import (
     suggest_page_end,
 )
 from desktop.store.db import StoredAnswer
-from desktop.ui import messages, tasks
+from desktop.ui import messages, quote_marks, tasks
 from desktop.ui.answer_view import AnswerView
 from desktop.ui.budget_bar import BudgetBar
 from desktop.ui.export import answer_markdown, history_markdown
@@ -193,6 +194,7 @@ class AskPanel(QWidget):
             messages.info("Stopped the answer: another document was opened.")
         self.document = doc
         self._page_chars = 0
+        self.answer_view.set_pages(doc.pages if doc is not None else [])
         self.history = []
         self.history_list.clear()
         self.answer_view.reset()
@@ -378,9 +380,7 @@ class AskPanel(QWidget):
             self.pages_edit.setFocus()
             return False
         question = Question(doc, text, pages, self.think_box.isChecked(), use_cache)
-        scope = ""
-        if pages is not None and (pages.first, pages.last) != (1, len(doc.pages)):
-            scope = f"About {pages.describe(len(doc.pages))} only"
+        scope = page_scope(pages.first, pages.last, doc.pages) if pages is not None else ""
         self._question = question
         self.tokens_received = 0
         self.answer_view.start(text, scope)
@@ -441,7 +441,7 @@ class AskPanel(QWidget):
     def _on_answer_event(self, event: Any) -> None:
         doc = self.document
         if isinstance(event, Sent):
-            self.answer_view.on_sent(event, self.session.prefill_estimate(event.prompt_tokens))
+            self.answer_view.on_sent(event, self.session.prefill_guess(event, self.history))
         elif isinstance(event, Stored):
             self.answer_view.finish(event, len(doc.pages) if doc else 0)
             self.check_quotes(event.answer)
@@ -461,7 +461,9 @@ class AskPanel(QWidget):
         if isinstance(exc, Cancelled):
             self.answer_view.fail("Stopped. What arrived is kept in the history as incomplete.")
         elif isinstance(exc, DocumentTooLarge):
-            self.answer_view.fail(f"Not sent: {exc.reason}.")
+            first = self._question.page_range().first if self._question else 1
+            pages = self.document.pages if self.document else []
+            self.answer_view.fail(messages.too_large(exc, pages, first))
             self.refresh_budget()
             self.pages_edit.setFocus()
         elif isinstance(exc, ServerUnavailable | UsageError) and _about_server(exc):
@@ -495,7 +497,7 @@ class AskPanel(QWidget):
 
         def job() -> list[QuoteCheck]:
             # As the CLI does: the pages asked about, the index kept, the checks stored.
-            return as_quote_checks(answer_checks(store, answer, doc))
+            return quote_marks.check_quotes(store, answer, doc)
 
         def show(checks: list[QuoteCheck]) -> None:
             # Still the same answer about the same document on screen?

@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QPlainTextEdit,
     QStackedWidget,
     QStyle,
     QTextEdit,
@@ -27,7 +26,9 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.answering.citations import PageIndex
+from desktop.documents.anchors import anchor_resolver
 from desktop.documents.model import Document
+from desktop.ui.text_view import DocumentText
 
 MAX_HIGHLIGHTS = 2_000  # more hits than this are counted, not all painted
 ZOOM_STEP = 1.2
@@ -98,7 +99,8 @@ class DocumentView(QWidget):
         self.toolbar.setLayout(bar)
 
         self.empty_label = QLabel(
-            "Drop a PDF, text or Markdown file here\nor open one with File ▸ Open (Ctrl+O)."
+            "Drop a PDF, Word, transcript, text or Markdown file here\n"
+            "or open one with File ▸ Open (Ctrl+O)."
         )
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty_label.setObjectName("emptyState")
@@ -122,9 +124,7 @@ class DocumentView(QWidget):
             self._on_navigator_current_page_changed
         )
 
-        self.text_view = QPlainTextEdit(self)
-        self.text_view.setReadOnly(True)
-        self.text_view.setObjectName("documentText")
+        self.text_view = DocumentText(self)
         self.text_view.verticalScrollBar().valueChanged.connect(self._on_text_scrolled)
 
         self.stack = QStackedWidget()
@@ -159,7 +159,7 @@ class DocumentView(QWidget):
         self._index = None
         self._current = 0
         self.pdf.close()
-        self.text_view.clear()
+        self.text_view.clear_document()
         self.stack.setCurrentIndex(0)
         self.toolbar.setEnabled(False)
         self.toolbar.setVisible(False)  # the empty state is just the invitation to drop
@@ -173,7 +173,7 @@ class DocumentView(QWidget):
             return
         self.clear()
         self.document = doc
-        self._index = PageIndex(doc.pages)
+        self._index = PageIndex(doc.pages, anchor_resolver(doc.kind, doc.pages))
         path = Path(doc.path)
         pdf_ok = (
             doc.kind == "pdf"
@@ -196,22 +196,9 @@ class DocumentView(QWidget):
         self.go_to_page(1)
 
     def _fill_text(self, doc: Document) -> None:
-        """The extracted text with a heading line per page; remembers where each starts."""
-        parts: list[str] = []
-        self._anchors = []
-        line = 0
-        for page in doc.pages:
-            heading = (
-                f"── Page {page.label} ──"
-                if page.label == str(page.number)
-                else (f"── Page {page.label} (#{page.number}) ──")
-            )
-            self._anchors.append(line)
-            body = page.text.rstrip("\n") or "(no text on this page)"
-            chunk = f"{heading}\n{body}\n"
-            parts.append(chunk)
-            line += chunk.count("\n")
-        self.text_view.setPlainText("".join(parts))
+        """The extracted text with a rule per page; remembers where each page starts."""
+        self.text_view.show_document(doc)
+        self._anchors = self.text_view.page_blocks
 
     # --- navigation -----------------------------------------------------------------------
 
@@ -234,7 +221,16 @@ class DocumentView(QWidget):
         return None
 
     def go_to_citation(self, label: str | None, number: int | None) -> bool:
-        """Show the page a citation names; False if there is no such page."""
+        """Show the page a citation names; False if there is no such page.
+
+        In a transcript or Word document the cited line itself (a moment, a paragraph) is
+        scrolled into view and selected.
+        """
+        block = self.text_view.block_for_anchor(label) if label and self.mode == "text" else None
+        if block is not None:
+            self.text_view.select_block(block)
+            self._set_current(self.text_view.page_of_block(block))
+            return True
         target = number if number is not None else self.number_for_label(label or "")
         if target is None or not 1 <= target <= self.page_count():
             return False

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
+from desktop.answering.format import answer_scope, page_span
+from desktop.documents.model import Page
 from desktop.store.db import StoredAnswer
 
 
-def answer_markdown(answer: StoredAnswer, title: str, page_count: int) -> str:
+def answer_markdown(answer: StoredAnswer, title: str, pages: Sequence[Page] | int) -> str:
     """One answer: the question as a heading, the answer, and a line of provenance."""
     when = datetime.fromtimestamp(answer.created_at).strftime("%Y-%m-%d %H:%M")
     scope = "all pages"
-    if page_count and (answer.first_page, answer.last_page) != (1, page_count):
-        scope = f"pages {answer.first_page}-{answer.last_page} of {page_count} only"
+    if answer_scope(answer, pages):
+        scope = f"{page_span(answer.first_page, answer.last_page, pages)} only"
     status = "" if answer.status == "complete" else f", {answer.status}"
     lines = [
         f"## {answer.question.strip()}",
@@ -25,8 +28,10 @@ def answer_markdown(answer: StoredAnswer, title: str, page_count: int) -> str:
     return "\n".join(lines)
 
 
-def history_markdown(title: str, path: str, answers: list[StoredAnswer], page_count: int) -> str:
+def history_markdown(
+    title: str, path: str, answers: list[StoredAnswer], pages: Sequence[Page] | int
+) -> str:
     """Every answer about a document, oldest first."""
     parts = [f"# {title}", "", f"`{path}`", ""]
-    parts.extend(answer_markdown(a, title, page_count) for a in answers)
+    parts.extend(answer_markdown(a, title, pages) for a in answers)
     return "\n".join(parts)

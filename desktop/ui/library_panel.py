@@ -288,7 +288,7 @@ class LibraryPanel(QWidget):
 
     def _enqueue(self, files: list[Path]) -> None:
         if not files:
-            messages.warning("No PDF, text or Markdown files there.")
+            messages.warning("No PDF, Word, transcript, text or Markdown files there.")
             return
         for path in files:
             self._queue.append(path)

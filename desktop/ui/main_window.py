@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QLabel,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QSplitter,
 )
@@ -34,6 +35,8 @@ from desktop.ui.ask_panel import AskPanel
 from desktop.ui.batch_window import BatchWindow
 from desktop.ui.doctor_dialog import DoctorDialog
 from desktop.ui.document_view import DocumentView
+from desktop.ui.first_run import FirstRunView
+from desktop.ui.help import ABOUT, ShortcutsDialog
 from desktop.ui.library_panel import LibraryPanel
 from desktop.ui.server_panel import ServerIndicator, ServerMonitor, ServerPanel
 from desktop.ui.session import Session
@@ -71,9 +74,12 @@ class MainWindow(QMainWindow):
         self.ask_panel = AskPanel(session)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("mainSplitter")
+        self.first_run = FirstRunView(session.settings)
+        self._pane_sizes: list[int] = []
         self.splitter.addWidget(self.library)
         self.splitter.addWidget(self.doc_view)
         self.splitter.addWidget(self.ask_panel)
+        self.splitter.addWidget(self.first_run)
         self.splitter.setStretchFactor(0, 2)
         self.splitter.setStretchFactor(1, 5)
         self.splitter.setStretchFactor(2, 4)
@@ -107,6 +113,12 @@ class MainWindow(QMainWindow):
         self.ask_panel.settings_requested.connect(self.show_settings)
         self.ask_panel.answer_finished.connect(self._on_ask_panel_answer_finished)
 
+        self.first_run.open_requested.connect(self.open_files)
+        self.first_run.open_folder_requested.connect(self.open_folder)
+        self.first_run.start_server_requested.connect(self._on_ask_panel_server_start_requested)
+        self.first_run.settings_changed.connect(self._apply_settings)
+        self._show_first_run(True)
+
         self._make_actions()
         self._restore()
         bus = messages.bus()
@@ -138,10 +150,15 @@ class MainWindow(QMainWindow):
         file_menu = menu.addMenu("&File")
         self.open_action = self._action("&Open…", QKeySequence.StandardKey.Open, self.open_files)
         file_menu.addAction(self.open_action)
-        file_menu.addAction(self._action("Add &folder…", None, self.open_folder))
+        file_menu.addAction(self._action("Add &folder…", "Ctrl+Shift+O", self.open_folder))
         file_menu.addSeparator()
         file_menu.addAction(
-            self._action("&Export all questions…", None, lambda: self.ask_panel.export(True))
+            self._action("E&xport this answer…", "Ctrl+E", lambda: self.ask_panel.export(False))
+        )
+        file_menu.addAction(
+            self._action(
+                "&Export all questions…", "Ctrl+Shift+E", lambda: self.ask_panel.export(True)
+            )
         )
         file_menu.addSeparator()
         file_menu.addAction(self._action("&Settings…", "Ctrl+,", self.show_settings))
@@ -154,6 +171,13 @@ class MainWindow(QMainWindow):
         ask_menu.addAction(self.ask_action)
         ask_menu.addAction(self.stop_action)
         ask_menu.addAction(self._action("&Copy answer", "Ctrl+Shift+C", self.ask_panel.copy_answer))
+        ask_menu.addAction(self._action("Ask a&gain", "Ctrl+R", self._on_ask_again_triggered))
+        ask_menu.addAction(
+            self._action("&Question box", "Ctrl+L", self.ask_panel.question_edit.setFocus)
+        )
+        ask_menu.addAction(
+            self._action("Show &reasoning", "Ctrl+T", self.ask_panel.answer_view.toggle_reasoning)
+        )
 
         view_menu = menu.addMenu("&View")
         view_menu.addAction(
@@ -178,12 +202,43 @@ class MainWindow(QMainWindow):
         view_menu.addAction(self._action("Fit &width", "Ctrl+0", self.doc_view.fit_width))
 
         server_menu = menu.addMenu("&Server")
-        server_menu.addAction(self._action("Server &panel…", None, self.show_server_panel))
+        server_menu.addAction(
+            self._action("Server &panel…", "Ctrl+Shift+S", self.show_server_panel)
+        )
 
         tools_menu = menu.addMenu("&Tools")
         tools_menu.addAction(self._action("&Batch…", "Ctrl+B", self.show_batch_window))
         help_menu = menu.addMenu("&Help")
+        help_menu.addAction(
+            self._action(
+                "&Keyboard shortcuts", QKeySequence.StandardKey.HelpContents, self.show_shortcuts
+            )
+        )
         help_menu.addAction(self._action("&Check this workstation…", None, self.show_doctor))
+        help_menu.addAction(self._action("&About Longdoc", None, self._on_about_triggered))
+
+    def show_shortcuts(self) -> None:
+        """Help ▸ Keyboard shortcuts: every shortcut, read from the menus' actions."""
+        menus = [
+            (m.title().replace("&", ""), m.actions())
+            for m in self.menuBar().findChildren(QMenu)
+            if m.title()
+        ]
+        self.shortcuts_dialog = ShortcutsDialog(menus, self)
+        self.shortcuts_dialog.show()
+
+    @Slot()
+    def _on_about_triggered(self) -> None:
+        box = QMessageBox(QMessageBox.Icon.NoIcon, "About Longdoc", ABOUT, parent=self)
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        box.setIconPixmap(self.windowIcon().pixmap(64, 64))
+        box.open()
+
+    @Slot()
+    def _on_ask_again_triggered(self) -> None:
+        button = self.ask_panel.answer_view.ask_again_button
+        if button.isVisible() and button.isEnabled():
+            button.click()
 
     @Slot()
     def _on_ask_action_triggered(self) -> None:
@@ -278,8 +333,27 @@ class MainWindow(QMainWindow):
         self.show_document(doc)
         self.library.select(doc.sha256)
 
+    def _show_first_run(self, shown: bool) -> None:
+        """The first-run view in the place of the document and ask panes (no document);
+        the panes get their widths back when a document opens."""
+        sizes = self.splitter.sizes()
+        if shown and (sizes[1] or sizes[2]):
+            self._pane_sizes = sizes[:3]
+        self.first_run.setVisible(shown)
+        self.doc_view.setVisible(not shown)
+        self.ask_panel.setVisible(not shown)
+        total = sum(sizes) or self.splitter.width()
+        # The library keeps its width beside the first-run view if that has one (the user's
+        # choice, or the saved layout), else the width it had beside the panes.
+        library = sizes[0] if sizes[3] else (self._pane_sizes[0] if self._pane_sizes else 280)
+        if shown:
+            self.splitter.setSizes([library, 0, 0, max(total - library, 1)])
+        elif self._pane_sizes:
+            self.splitter.setSizes([*self._pane_sizes, 0])
+
     def show_document(self, doc: Document) -> None:
         """Show a document and ask about it."""
+        self._show_first_run(False)
         self.document = doc
         self.setWindowTitle(f"{doc.title} — Longdoc")
         self.doc_view.show_document(doc)
@@ -301,6 +375,7 @@ class MainWindow(QMainWindow):
     @Slot(object)
     def _on_monitor_status_changed(self, status: ServerStatus) -> None:
         self.indicator.set_status(status)
+        self.first_run.set_server_status(status, self.monitor.external)
         became_ready = status.state in ("ready", "busy") and self._server_state not in (
             "ready",
             "busy",
@@ -413,6 +488,7 @@ class MainWindow(QMainWindow):
     @Slot(object)
     def _apply_settings(self, settings: Settings) -> None:
         self.session.update_settings(settings)
+        self.first_run.set_settings(settings)
         self.monitor.set_settings(settings)
         self._server_state = None
         self.ask_panel.think_box.setChecked(settings.thinking)
@@ -444,7 +520,11 @@ class MainWindow(QMainWindow):
             if isinstance(state, QByteArray) and not state.isEmpty():
                 splitter.restoreState(state)
             elif name == "main":
-                splitter.setSizes([280, 620, 500])
+                splitter.setSizes([280, 620, 500, 0])
+        # The saved state also says which panes were shown: the open document decides.
+        restored = self.splitter.sizes()[:3]
+        self._pane_sizes = restored if restored[1] and restored[2] else [280, 620, 500]
+        self._show_first_run(self.document is None)
 
     def _splitters(self) -> dict[str, QSplitter]:
         return {"main": self.splitter, "ask": self.ask_panel.splitter}

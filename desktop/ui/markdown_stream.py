@@ -1,14 +1,28 @@
 """A small Markdown parser for streamed answers: blocks, inline spans, page citations.
 
-Pure Python on purpose (no Qt, no HTML): the writer in ``answer_view`` turns blocks into
+Pure Python on purpose (no Qt, no HTML): the writer in ``markdown_writer`` turns blocks into
 QTextDocument content with formats, never through an HTML parser, so text from a model
 or a document can never become markup, a script or an active link. The only links are
-page citations, whose target is built here as ``longdoc-page:...``.
+page citations (the core's grammar, ``citations.CITATION_PATTERN``), whose target is built here
+as ``longdoc-page:...``.
 
 Streaming works on the *pending* text after the last finished block: ``split_first``
 says whether its first block is complete. Finished blocks are written once; only the
-unfinished block is rendered again, and a long unfinished paragraph is committed in
+unfinished block is rendered again (its open markup closed by ``close_open``, so a bold
+phrase is bold while it streams), and a long unfinished paragraph is committed in
 pieces at "clean" points (``safe_cut``) so the work per update stays bounded.
+
+Why not markdown-it-py (issue 10 item 12), measured by ``bench/bench_markdown_parsers.py``
+with markdown-it-py 4.3 feeding the same ``Block``s: CommonMark makes a whole list, table
+or block quote one top-level block, so a streaming writer must parse it again from its
+start on every update. Parsing cost 9-16x this parser's over a 20,000-token answer, a
+300-item list and a 300-row table, and one update of the table took 85-127 ms against
+this parser's 6-31 ms (goal: no stall over 50 ms). On the CommonMark cases answers use
+(nested and numbered lists, emphasis nesting and intraword rules, code spans and fences,
+tables, block quotes, escapes, citations in bold) both give the same blocks and formats,
+except three this parser simplifies: indented code (shown as a paragraph; answers fence
+code), a list inside a block quote (shown as quoted text) and a continuation paragraph
+in a list item (kept, not indented under the item).
 """
 
 from __future__ import annotations
@@ -31,11 +45,15 @@ _TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 # A partial line that may still turn into a block marker once more characters arrive.
 _UNDECIDED = re.compile(r"^ *(?:[-*_+ ]*|\d{1,9}[.)]?|#{1,6}|`{1,2}|~{1,2})$")
 
+# What counts as a page citation is the core's grammar (``CITATION_PATTERN``), so the
+# links here are exactly the citations the CLI and the quote checks see.
 _INLINE = re.compile(
     r"(?P<tick>`+)(?P<code>.+?)(?P=tick)"
+    r"|\*\*\*(?P<bi>[^*\s](?:[^*]*?[^*\s])?)\*\*\*"
     r"|\*\*(?P<b1>.+?)\*\*"
     r"|__(?P<b2>.+?)__"
-    r"|\*(?P<i1>[^\s*](?:.*?[^\s*])?)\*"
+    # Italic may hold a bold run ("*it **b** it*"), else it would end at the first "*".
+    r"|\*(?P<i1>(?!\s)(?:\*\*[^*]+?\*\*|[^*])+?)(?<!\s)\*"
     r"|(?<!\w)_(?P<i2>[^\s_](?:.*?[^\s_])?)_(?!\w)"
     rf"|(?P<cite>{CITATION_PATTERN})"
     r"|\[(?P<ltext>[^\[\]\n]+)\]\((?P<lurl>[^()\s]+)\)"
@@ -125,6 +143,8 @@ def inline(text: str, bold: bool = False, italic: bool = False) -> list[Span]:
             spans.append(Span(text[pos : m.start()], bold, italic))
         if m.group("code") is not None:
             spans.append(Span(m.group("code"), bold, italic, code=True))
+        elif m.group("bi") is not None:
+            spans.extend(inline(m.group("bi"), True, True))
         elif m.group("b1") is not None or m.group("b2") is not None:
             spans.extend(inline(m.group("b1") or m.group("b2"), True, italic))
         elif m.group("i1") is not None or m.group("i2") is not None:
@@ -180,6 +200,65 @@ def safe_cut(text: str, start: int) -> int:
                 best = i + 1
         i += 1
     return best
+
+
+def close_open(text: str) -> str:
+    """An unfinished block's text with its open inline markup closed (streaming only).
+
+    "The **three ye" renders as "The **three ye**": the phrase shows bold while it
+    streams instead of a raw "**" that turns bold a moment later. A marker with nothing
+    after it yet is dropped. Markers are openers only before a non-space and closers only
+    after one, so "2 * 3" stays as it is.
+    """
+    stack: list[tuple[str, int]] = []  # (marker, index where it starts)
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if stack and stack[-1][0].startswith("`"):
+            if c == "`":
+                run = len(text[i:]) - len(text[i:].lstrip("`"))
+                if text[i : i + run] == stack[-1][0]:
+                    stack.pop()
+                i += run
+                continue
+            i += 1
+            continue
+        if c == "`":
+            run = len(text[i:]) - len(text[i:].lstrip("`"))
+            stack.append((text[i : i + run], i))
+            i += run
+            continue
+        if c in "*_":
+            run = min(len(text[i:]) - len(text[i:].lstrip(c)), 3)
+            marker = c * run
+            before = text[i - 1] if i else " "
+            after = text[i + run] if i + run < n else ""
+            if c == "_" and before.isalnum() and after.isalnum():
+                i += run  # snake_case
+                continue
+            if stack and stack[-1][0] == marker and not before.isspace():
+                stack.pop()
+            elif after and not after.isspace():
+                stack.append((marker, i))
+            elif not after:
+                stack.append((marker, i))  # the phrase has not started yet
+            i += run
+            continue
+        i += 1
+    if not stack:
+        return text
+    suffix = ""
+    end = len(text)
+    for marker, start in reversed(stack):
+        if not text[start + len(marker) : end].strip():
+            end = start  # nothing after the opener yet: drop it
+            suffix = ""
+            continue
+        suffix = marker + suffix
+    return text[:end].rstrip() + suffix if suffix else text[:end]
 
 
 # --- blocks ------------------------------------------------------------------------------

@@ -8,13 +8,16 @@ a dialog. The text is the core error's own sentence: no tracebacks, no re-wordin
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-from desktop.errors import LongdocError
+from desktop.answering.format import page_span
+from desktop.documents.model import Page
+from desktop.errors import DocumentTooLarge, LongdocError, suggest_page_end
 
 log = logging.getLogger("longdoc.ui")
 
@@ -95,6 +98,19 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, LongdocError):
         return str(exc)
     return f"Unexpected error: {type(exc).__name__}: {exc}"
+
+
+def too_large(exc: DocumentTooLarge, pages: Sequence[Page], first_page: int = 1) -> str:
+    """Over budget in the app's words (no command-line flags): by how much, and a range
+    of pages that fits, in the document's printed labels."""
+    over = max(0, exc.needed - exc.available)
+    end = first_page + suggest_page_end(exc.pages, exc.needed, exc.available) - 1
+    fits = page_span(first_page, end, pages) if pages else f"pages {first_page}-{end}"
+    return (
+        f"Not sent: the question needs {exc.needed:,} prompt tokens, {over:,} more than the "
+        f"{exc.available:,} that the server's context of {exc.context:,} tokens leaves "
+        f"beside the answer. Ask about fewer pages: {fits} would fit."
+    )
 
 
 def info(text: str) -> None:

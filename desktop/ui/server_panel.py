@@ -8,6 +8,7 @@ only looks at that endpoint's ``/health``, ``/v1/models`` and ``/metrics``.
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import replace
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
@@ -15,6 +16,7 @@ from PySide6.QtGui import QColor, QFontDatabase, QHideEvent, QMouseEvent, QShowE
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
+    QDialogButtonBox,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
@@ -57,7 +59,7 @@ def base_url(url: str) -> str:
 def external_status(settings: Settings) -> ServerStatus:
     """How the configured external endpoint is doing (blocking: HTTP with short timeouts)."""
     url = base_url(settings.endpoint)
-    status = ServerStatus(profile="external endpoint", state="stopped", endpoint=url)
+    status = ServerStatus(profile="external", state="stopped", endpoint=url)
     status.model = settings.model or None
     health = probe.health(url)
     if health == "unreachable":
@@ -73,13 +75,35 @@ def external_status(settings: Settings) -> ServerStatus:
         # 503 while loading the model; a long prefill can also starve /health.
         status.state, status.stage = ("busy", "ready") if working else ("starting", "loading")
         return status
-    if not probe.lists_model(url, settings.api_key, settings.model):
+    listed = listed_model(url, settings.api_key, settings.model)
+    if listed is None:
         status.state = "failed"
         wanted = f"model {settings.model!r}" if settings.model else "any model"
         status.error = f"The server at {url} does not list {wanted} (or refused the API key)."
         return status
+    status.model, context = listed
+    if context and "context_len" not in status.metrics:
+        status.metrics["context_len"] = float(context)
     status.state, status.stage = ("busy" if working else "ready"), "ready"
     return status
+
+
+def listed_model(url: str, api_key: str, wanted: str) -> tuple[str, int | None] | None:
+    """The model ``/v1/models`` lists (``wanted``, or the first) and its context length if
+    it says (``max_model_len``; many servers do not); None when it lists no such model."""
+    reply = probe.get(f"{url}/v1/models", api_key)
+    data = reply.json() if reply.status == 200 else None
+    cards = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(cards, list):
+        return None
+    for card in cards:
+        if not isinstance(card, dict) or card.get("id") is None:
+            continue
+        if wanted and str(card["id"]) != wanted:
+            continue
+        context = card.get("max_model_len") or card.get("context_length")
+        return str(card["id"]), int(context) if isinstance(context, int | float) else None
+    return None
 
 
 def describe_status(status: ServerStatus) -> str:
@@ -208,6 +232,12 @@ class ServerIndicator(QLabel):
         super().mousePressEvent(event)
 
 
+class _SelftestRelay(QObject):
+    """Selftest progress lines from the worker thread to the panel (queued signal)."""
+
+    line_posted = Signal(str)
+
+
 class ServerPanel(QDialog):
     """Start, stop, restart, profile, live log, GPU and cache figures."""
 
@@ -250,6 +280,7 @@ class ServerPanel(QDialog):
 
         self.endpoint_label = QLabel()
         self.model_label = QLabel()
+        self.context_label = QLabel()
         self.kv_label = QLabel()
         self.hit_label = QLabel()
         self.requests_label = QLabel()
@@ -258,6 +289,7 @@ class ServerPanel(QDialog):
         for label in (
             self.endpoint_label,
             self.model_label,
+            self.context_label,
             self.kv_label,
             self.hit_label,
             self.requests_label,
@@ -269,11 +301,25 @@ class ServerPanel(QDialog):
         figures = QFormLayout()
         figures.addRow("Endpoint:", self.endpoint_label)
         figures.addRow("Model:", self.model_label)
+        figures.addRow("Context length:", self.context_label)
         figures.addRow("KV cache in use:", self.kv_label)
         figures.addRow("Prefix cache hit rate:", self.hit_label)
         figures.addRow("Requests:", self.requests_label)
         figures.addRow("Generation:", self.throughput_label)
         figures.addRow("Restarts:", self.restarts_label)
+        self.selftest_label = QLabel()
+        self.selftest_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.selftest_label.setWordWrap(True)
+        self.selftest_button = QPushButton("Run selftest")
+        self.selftest_button.setToolTip(
+            "Plant facts at five depths of 8K to 250K-token documents and ask for them: "
+            "shows whether the server really reads whole long documents (minutes on a GPU)"
+        )
+        self.selftest_button.clicked.connect(lambda: self.run_selftest())
+        selftest_row = QHBoxLayout()
+        selftest_row.addWidget(self.selftest_label, 1)
+        selftest_row.addWidget(self.selftest_button)
+        figures.addRow("Long-context test:", selftest_row)
         figures_box = QGroupBox("Server")
         figures_box.setLayout(figures)
 
@@ -309,11 +355,21 @@ class ServerPanel(QDialog):
         layout.addLayout(top)
         layout.addWidget(QLabel("Log"))
         layout.addWidget(self.log_view, 1)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        self.close_button = buttons.button(QDialogButtonBox.StandardButton.Close)
+        self.close_button.setToolTip("Close the panel (Esc); the server keeps running")
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
         self.resize(760, 620)
 
         monitor.status_changed.connect(self._on_monitor_status_changed)
         self._fill_profiles()
         self._show(monitor.status)
+        self._selftest_task: tasks.Task[object] | None = None
+        self._selftest_cancel = threading.Event()
+        self._selftest_relay = _SelftestRelay()
+        self._selftest_relay.line_posted.connect(self._on_selftest_line_posted)
+        self._show_last_selftest()
 
     # --- showing ------------------------------------------------------------------------
 
@@ -339,9 +395,10 @@ class ServerPanel(QDialog):
         external = self.monitor.external
         if external:
             self.mode_label.setText(
-                f"External server at {self.monitor.settings.endpoint} (set in Settings). "
-                "Longdoc does not start or stop it."
+                f"External server at {self.monitor.settings.endpoint} (set in Settings), "
+                "profile “external”. Longdoc does not start or stop it."
             )
+            self._show_external_profile()
         else:
             self.mode_label.setText(
                 "Longdoc manages this server. It keeps running after you quit unless "
@@ -369,9 +426,13 @@ class ServerPanel(QDialog):
             running = status.state in ("starting", "ready", "busy")
             self.start_button.setEnabled(self.start_button.isEnabled() and not running)
             self.stop_button.setEnabled(self.stop_button.isEnabled() and running)
+            # Nothing to restart while stopped: Start is the way.
+            self.restart_button.setEnabled(self.restart_button.isEnabled() and running)
         self.endpoint_label.setText(status.endpoint or "—")
         self.model_label.setText(status.model or "—")
         m = status.metrics
+        context = m.get("context_len")
+        self.context_label.setText(f"{int(context):,} tokens" if context else "—")
         self.kv_label.setText(_pct(m.get("token_usage")))
         self.hit_label.setText(_pct(m.get("cache_hit_rate")))
         if "running_requests" in m or "queued_requests" in m:
@@ -397,10 +458,21 @@ class ServerPanel(QDialog):
         note = getattr(status, "gpu_note", "")
         if external:
             note = "GPU figures are shown for servers Longdoc manages."
+            if status.state in ("ready", "busy") and not (m.keys() - {"context_len"}):
+                note += " This server exposes no metrics (/metrics)."
         elif not status.gpus and not note:
             note = "No GPU figures yet."
         self.gpu_note.setText(note)
         self.gpu_note.setVisible(bool(note))
+
+    def _show_external_profile(self) -> None:
+        """An external server is the ``external`` profile, whatever the file's choice."""
+        if self.profile_combo.currentText() != "external":
+            self.profile_combo.blockSignals(True)
+            if self.profile_combo.findText("external") < 0:
+                self.profile_combo.addItem("external")
+            self.profile_combo.setCurrentText("external")
+            self.profile_combo.blockSignals(False)
 
     # --- log ------------------------------------------------------------------------------
 
@@ -439,6 +511,55 @@ class ServerPanel(QDialog):
         self.log_view.appendPlainText("\n".join(line.rstrip("\n") for line in lines))
         if follow:
             bar.setValue(bar.maximum())
+
+    # --- long-context selftest -------------------------------------------------------------
+
+    def _show_last_selftest(self) -> None:
+        from desktop.selftest import load_reports, summary
+
+        runs = load_reports(data_dir())
+        self.selftest_label.setText(summary(runs[-1]) if runs else "Not run yet.")
+
+    def run_selftest(self, lengths: tuple[int, ...] | None = None) -> None:
+        """Run ``longdoc server selftest`` against this server; pressing again stops it."""
+        if self._selftest_task is not None and not self._selftest_task.done:
+            self._selftest_cancel.set()
+            self.selftest_button.setEnabled(False)
+            return
+        from desktop.selftest import DEFAULT_LENGTHS, run_for_settings
+
+        settings = self.monitor.settings
+        home = data_dir()
+        cancel = self._selftest_cancel = threading.Event()
+        relay = self._selftest_relay
+
+        def done(_report: object) -> None:
+            self.selftest_button.setText("Run selftest")
+            self.selftest_button.setEnabled(True)
+            self._show_last_selftest()
+
+        def failed(exc: BaseException) -> None:
+            done(None)
+            self.selftest_label.setText(f"Selftest stopped: {messages.describe(exc)}")
+
+        self.selftest_button.setText("Stop selftest")
+        self.selftest_label.setText("Starting…")
+        self._selftest_task = tasks.run_call(
+            lambda: run_for_settings(
+                settings,
+                home,
+                lengths or DEFAULT_LENGTHS,
+                progress=relay.line_posted.emit,
+                cancel=cancel,
+            ),
+            success=done,
+            failure=failed,
+            name="selftest",
+        )
+
+    @Slot(str)
+    def _on_selftest_line_posted(self, line: str) -> None:
+        self.selftest_label.setText(line)
 
     # --- actions --------------------------------------------------------------------------
 

@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import statistics
 import threading
+import time
 from dataclasses import dataclass
 
+from desktop.answering import prefill
 from desktop.answering.budget import Budget, plan_budget
+from desktop.answering.events import Sent
 from desktop.answering.prompt import PageRange, count_prompt_tokens
 from desktop.answering.service import Answerer, Endpoint, resolve_endpoint
 from desktop.config import Settings
 from desktop.documents.model import Document
 from desktop.store.db import Store, StoredAnswer
-
-# Prefill rates measured from answers whose first token took at least this long.
-_MIN_TTFT_FOR_RATE_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -88,13 +88,9 @@ class Session:
     # --- prefill throughput, for the waiting estimate ----------------------------------
 
     def learn(self, answers: list[StoredAnswer]) -> None:
-        """Record prefill rates (uncached prompt tokens per second to the first token)."""
-        rates = []
-        for a in answers:
-            if a.prompt_tokens and a.ttft_s and a.ttft_s >= _MIN_TTFT_FOR_RATE_S:
-                uncached = a.prompt_tokens - (a.cached_tokens or 0)
-                if uncached > 0:
-                    rates.append(uncached / a.ttft_s)
+        """Record prefill rates (uncached prompt tokens per second to the first token),
+        only from answers that really prefilled (see ``prefill.prefill_rate``)."""
+        rates = [r for r in (prefill.prefill_rate(a) for a in answers) if r is not None]
         if rates:
             with self._lock:
                 self._rates = (self._rates + rates)[-50:]
@@ -106,6 +102,14 @@ class Session:
                 return None
             rate = statistics.median(self._rates)
         return max(0.0, (prompt_tokens - cached_guess) / rate)
+
+    def prefill_guess(self, sent: Sent, earlier: list[StoredAnswer]) -> prefill.PrefillGuess:
+        """The expected wait for the first token of a prompt just sent."""
+        with self._lock:
+            rate = statistics.median(self._rates) if self._rates else None
+        return prefill.guess(
+            sent.prompt_tokens, rate, earlier, sent.first_page, sent.last_page, time.time()
+        )
 
     def recent_answers(self, limit_documents: int = 20) -> list[StoredAnswer]:
         """Answers about recently opened documents (to learn the throughput; blocking)."""

@@ -98,6 +98,7 @@ def test_ingest_whole_corpus(home: Path) -> None:
         "path",
         "sha256",
         "title",
+        "kind",
         "pages",
         "tokens",
         "chars",
@@ -299,6 +300,8 @@ def test_invented_quote_is_flagged(sglang: FakeSGLang, home: Path) -> None:
 
 
 def test_scanned_pdf_ingests_but_ask_refuses(sglang: FakeSGLang, home: Path) -> None:
+    """Refused when the server's model does not read images (see test_scans.py otherwise)."""
+    sglang.behaviour.image_understanding = False
     scan = CORPUS_DIR / "007-imagemagick-images" / "imagemagick-images.pdf"
     ingest = longdoc("ingest", "--json", str(scan), home=home)
     assert ingest.returncode == 0

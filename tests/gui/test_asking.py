@@ -10,10 +10,12 @@ from PySide6.QtCore import QPoint, Qt, QTimer, QUrl
 from PySide6.QtGui import QTextCursor
 from pytestqt.qtbot import QtBot
 
+from desktop.answering.format import page_span
 from desktop.config import Settings
 from desktop.errors import Cancelled
 from desktop.store.db import Store, StoredAnswer
 from desktop.ui.main_window import MainWindow
+from desktop.ui.quote_marks import unmarked_text
 from tests.conftest import API_KEY
 from tests.gui.conftest import FOUR_PAGES, GEOTOPO, ask, open_document, wait_ready
 from tests.support.sglang_server import FakeSGLang
@@ -138,7 +140,8 @@ def test_a_repeated_question_comes_from_the_cache_at_once(
     assert chat_requests(sglang) == sent, "a cached answer must not reach the server"
     view = window.ask_panel.answer_view
     assert view.figures_label.text().startswith("From cache, asked just now.")
-    assert view.browser.toPlainText() == first.answer
+    # The answer as written (its verified quote has a mark where it stands).
+    assert unmarked_text(view.browser.document()) == first.answer
     # "Ask again" goes to the server and makes a new answer.
     with qtbot.waitSignal(window.ask_panel.answer_finished, timeout=30_000) as blocker:
         qtbot.mouseClick(view.ask_again_button, Qt.MouseButton.LeftButton)
@@ -166,7 +169,9 @@ def test_over_budget_then_a_page_range_is_asked_about_alone(
         before = chat_requests(small)
         ask(window, qtbot, "Summarise it.")
         assert chat_requests(small) == before
-        assert panel.answer_view.notice_label.text().startswith("Not sent: needs")
+        notice = panel.answer_view.notice_label.text()
+        assert notice.startswith("Not sent: the question needs")
+        assert "--pages" not in notice  # the app's words, not the command line's
 
         qtbot.mouseClick(panel.suggest_button, Qt.MouseButton.LeftButton)
         chosen = panel.pages_edit.text()
@@ -185,7 +190,9 @@ def test_over_budget_then_a_page_range_is_asked_about_alone(
         assert f"[Page {doc.pages[-1].label}]" not in prompt
         scope = panel.answer_view.scope_label
         assert scope.isVisible()
-        assert scope.text() == f"About pages 1-{last} of 117 only"
+        # In the document's printed labels, with the positions when they differ.
+        assert scope.text() == f"About {page_span(1, last, doc.pages)} only"
+        assert f"to {doc.pages[last - 1].label})" in scope.text()
 
 
 def test_history_shows_each_answer_and_exports_markdown(

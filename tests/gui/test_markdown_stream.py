@@ -5,18 +5,19 @@ from __future__ import annotations
 import random
 
 import pytest
-from PySide6.QtGui import QGuiApplication, QTextDocument
+from PySide6.QtGui import QFont, QGuiApplication, QTextDocument
 from pytestqt.qtbot import QtBot
 
-from desktop.ui.answer_view import COMMIT_AT, FRAME_S, MarkdownWriter
 from desktop.ui.markdown_stream import (
     citation_href,
+    close_open,
     inline,
     parse_all,
     parse_citation_href,
     safe_cut,
     split_first,
 )
+from desktop.ui.markdown_writer import COMMIT_AT, FRAME_S, MarkdownWriter
 
 SAMPLE = (
     "# Findings\n\nThe term is **three years** [p. 4], renewable *once* [pp. 4-5].\n"
@@ -151,3 +152,43 @@ def test_streamed_text_is_drawn_at_most_once_per_frame(qtbot: QtBot) -> None:
     )
     qtbot.wait(int(FRAME_S * 3000))  # no late timer redraws the finished text
     assert writer.draws == 4
+
+
+def test_a_bold_phrase_never_shows_raw_stars_while_it_streams(qapp: QGuiApplication) -> None:
+    text = "The term is **three years** and *renewable once*, see `clause 9`; 2 * 3 = 6.\n"
+    doc = QTextDocument()
+    writer = MarkdownWriter(doc, qapp.palette(), frame_s=0)
+    for ch in text:
+        writer.append(ch)
+        shown = doc.toPlainText()
+        assert "**" not in shown, shown
+        assert "`" not in shown, shown
+    writer.finish()
+    assert (
+        doc.toPlainText() == "The term is three years and renewable once, see clause 9; 2 * 3 = 6."
+    )
+    # While "**three ye" streamed, it was already bold.
+    doc2 = QTextDocument()
+    partial = MarkdownWriter(doc2, qapp.palette(), frame_s=0)
+    partial.append("The term is **three ye")
+    cursor = doc2.find("three ye")
+    assert cursor.charFormat().fontWeight() == QFont.Weight.Bold
+
+
+def test_close_open_closes_only_real_openers() -> None:
+    assert close_open("The **three ye") == "The **three ye**"
+    assert close_open("The **") == "The "
+    assert close_open("a `sec") == "a `sec`"
+    assert close_open("2 * 3 * 4") == "2 * 3 * 4"
+    assert close_open("snake_case_na") == "snake_case_na"
+    assert close_open("done **x** y") == "done **x** y"
+
+
+def test_emphasis_follows_commonmark_for_nesting_and_intraword() -> None:
+    def runs(text: str) -> list[tuple[str, bool, bool]]:
+        return [(s.text, s.bold, s.italic) for s in inline(text)]
+
+    assert runs("***both***") == [("both", True, True)]
+    assert runs("*it **b** it*") == [("it ", False, True), ("b", True, True), (" it", False, True)]
+    assert runs("x*y*z") == [("x", False, False), ("y", False, True), ("z", False, False)]
+    assert runs("call snake_case_name") == [("call snake_case_name", False, False)]

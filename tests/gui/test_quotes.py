@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QTextCharFormat
 from PySide6.QtWidgets import QLabel
 from pytestqt.qtbot import QtBot
 
@@ -12,6 +13,7 @@ from desktop.store.db import StoredAnswer
 from desktop.ui.answer_view import quote_summary
 from desktop.ui.ask_panel import QUOTE_CHECK_INLINE_CHARS
 from desktop.ui.main_window import MainWindow
+from desktop.ui.quote_marks import NOT_FOUND_COLOR
 from tests.gui.conftest import GEOTOPO, ask, open_document, wait_ready
 from tests.support.sglang_server import FakeSGLang
 
@@ -54,12 +56,29 @@ def test_quotes_are_checked_and_a_misplaced_one_links_to_its_page(
     line = view.quotes_label.text()
     # The quote restating the question is not counted: 1 not found, not 2.
     assert line.startswith("Quotes: 1 verified · 1 on another page (")
-    assert line.endswith(" · 1 not found")
+    assert line.endswith(' · <b style="color:#d64541">1 not found</b>')
     assert '<a href="longdoc-page:n=6">p. 3</a>' in line
     tooltip = view.quotes_label.toolTip()
     assert "the moon is made of &lt;b&gt;green&lt;/b&gt; cheese" in tooltip
     assert "<b>green" not in tooltip
     assert "lecture notes" not in tooltip
+
+    # Each quote is marked where it stands in the answer.
+    text = view.browser.toPlainText()
+    assert 'geschrieben" [p. ii] ✓' in text
+    assert 'bestehend aus einer Menge X" [p. 9] ⚠ on p. 3' in text
+    assert 'green</b> cheese" [p. 4]  ✗ not found in the document' in text
+    assert text.count("✓") == 1 and text.count("✗") == 1  # not the question's quote
+    assert view.quote_marks_placed == 3
+    document = view.browser.document()
+    missing = document.find("✗ not found in the document")
+    assert missing.charFormat().background().color() == NOT_FOUND_COLOR
+    flagged = document.find("the moon is made of")
+    assert flagged.charFormat().underlineStyle() == QTextCharFormat.UnderlineStyle.WaveUnderline
+    elsewhere = document.find("p. 3", document.find("⚠").position())
+    assert elsewhere.charFormat().anchorHref() == "longdoc-page:n=6"
+    # Copy and export take the answer as written, without the marks.
+    assert "✗" not in (window.ask_panel.current_answer_markdown() or "")
 
     # The page the misplaced quote is really on is one click away.
     window.doc_view.go_to_page(1)
@@ -76,6 +95,7 @@ def test_quotes_are_checked_and_a_misplaced_one_links_to_its_page(
     assert isinstance(again, StoredAnswer) and again.id == result.id
     assert view.figures_label.text().startswith("From cache")
     qtbot.waitUntil(lambda: view.quotes_label.text() == line, timeout=5_000)
+    assert view.browser.toPlainText() == text  # marked once, the same way
 
 
 def test_an_answer_without_quotes_has_no_quote_line(
@@ -112,6 +132,8 @@ def test_quote_summary_counts_pages_and_escapes_quotes() -> None:
     assert "a &quot;&lt;i&gt;b&lt;/i&gt;&quot; c" in tooltip
     assert "cited p. 1; it is on p. &lt;3&gt;" in tooltip
     assert quote_summary([], pages) == ("", "")
+    line, _ = quote_summary([check(QuoteStatus.NOT_FOUND, None)], pages)
+    assert line == 'Quotes: <b style="color:#d64541">1 not found</b>'
     line, tooltip = quote_summary([check(QuoteStatus.VERIFIED, 2)], pages)
     assert line == "Quotes: 1 verified"
     assert "found on the page it cites" in tooltip

@@ -12,6 +12,7 @@ from pytestqt.qtbot import QtBot
 from desktop.config import data_dir
 from desktop.store.db import StoredAnswer
 from desktop.ui.main_window import MainWindow
+from desktop.ui.quote_marks import unmarked_text
 from tests.gui.conftest import ENCRYPTED, FOUR_PAGES, GEOTOPO, ask, open_document, wait_ready
 from tests.support.sglang_server import FakeSGLang
 
@@ -48,7 +49,9 @@ def test_a_malicious_answer_is_shown_as_text_with_only_page_links(
     result = ask(window, qtbot, "Be evil.")
     assert isinstance(result, StoredAnswer)
     browser = window.ask_panel.answer_view.browser
-    text = browser.toPlainText()
+    # The answer's own text (the core reads ")</script> and <a href=" as a quote, which
+    # gets a "not found" mark after it).
+    text = unmarked_text(browser.document())
     assert '<script>alert("x")</script>' in text
     assert '<a href="file:///etc/passwd">passwd</a>' in text
     assert '<img src="file:///etc/passwd">' in text

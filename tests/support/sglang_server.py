@@ -25,6 +25,7 @@ import contextlib
 import dataclasses
 import importlib.resources
 import json
+import math
 import re
 import select
 import signal
@@ -35,6 +36,7 @@ import time
 import traceback
 import unicodedata
 import uuid
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -120,8 +122,8 @@ class TemplateError(ValueError):
     """The messages cannot be rendered (SGLang answers 400)."""
 
 
-def _content_text(content: Any) -> str:
-    """``render_content``: a string, or the text parts of a content list."""
+def _content_text(content: Any, system: bool = False) -> str:
+    """``render_content``: a string, or the text and image parts of a content list."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -129,12 +131,85 @@ def _content_text(content: Any) -> str:
     if isinstance(content, list):
         parts: list[str] = []
         for item in content:
-            if isinstance(item, dict) and "text" in item:
+            if isinstance(item, dict) and is_image_part(item):
+                if system:
+                    raise TemplateError("System message cannot contain images.")
+                parts.append(IMAGE_MARKUP)
+            elif isinstance(item, dict) and "text" in item:
                 parts.append(str(item["text"]))
             else:
                 raise TemplateError("Unexpected item type in content.")
         return "".join(parts)
     raise TemplateError("Unexpected content type.")
+
+
+# Images (Qwen3.5 is multimodal): the template writes IMAGE_MARKUP per image part and the
+# server expands <|image_pad|> to one token per 32x32 pixels of the resized image
+# (Qwen2-VL image processor: patch 16, merge 2, 65,536..16,777,216 pixels).
+IMAGE_MARKUP = "<|vision_start|><|image_pad|><|vision_end|>"
+IMAGE_FACTOR = 32
+
+
+def is_image_part(item: dict[str, Any]) -> bool:
+    """An image item as the template recognises one."""
+    return "image" in item or "image_url" in item or item.get("type") in ("image", "image_url")
+
+
+def image_part_size(item: dict[str, Any]) -> tuple[int, int]:
+    """(width, height) of a ``data:image/png;base64,...`` image part; TemplateError otherwise."""
+    ref = item.get("image_url", item.get("image"))
+    url = ref.get("url") if isinstance(ref, dict) else ref
+    if not isinstance(url, str) or not url.startswith("data:image/png;base64,"):
+        raise TemplateError("The test server only reads PNG images sent as data URLs.")
+    try:
+        head = base64.b64decode(url.split(",", 1)[1][:44])
+    except ValueError as exc:
+        raise TemplateError(f"Bad base64 image data: {exc}") from exc
+    if not head.startswith(b"\x89PNG\r\n\x1a\n") or head[12:16] != b"IHDR":
+        raise TemplateError("The image is not a PNG.")
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+def image_tokens(width: int, height: int) -> int:
+    """Qwen's smart_resize to multiples of 32 within the pixel bounds; one token per 32x32."""
+    f, low, high = IMAGE_FACTOR, 65_536, 16_777_216
+    h_bar, w_bar = max(f, round(height / f) * f), max(f, round(width / f) * f)
+    if h_bar * w_bar > high:
+        beta = math.sqrt(height * width / high)
+        h_bar = max(f, math.floor(height / beta / f) * f)
+        w_bar = max(f, math.floor(width / beta / f) * f)
+    elif h_bar * w_bar < low:
+        beta = math.sqrt(low / (height * width))
+        h_bar, w_bar = math.ceil(height * beta / f) * f, math.ceil(width * beta / f) * f
+    return (h_bar // f) * (w_bar // f)
+
+
+def message_images(messages: Any) -> list[dict[str, Any]]:
+    """Every image part of the messages, in order."""
+    found: list[dict[str, Any]] = []
+    for message in messages if isinstance(messages, list) else []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            found.extend(i for i in content if isinstance(i, dict) and is_image_part(i))
+    return found
+
+
+def expand_images(prompt_ids: list[int], images: list[dict[str, Any]]) -> list[int]:
+    """Each ``<|image_pad|>`` replaced by its image's tokens, valued by a hash of the data."""
+    # SGLang, too, fills the pads with a hash of the image: the same image hits the prefix
+    # cache, another image of the same size does not.
+    pad = qwen_encoding().encode("<|image_pad|>", allowed_special="all")[0]
+    out: list[int] = []
+    queue = list(images)
+    for token in prompt_ids:
+        if token != pad or not queue:
+            out.append(token)
+            continue
+        item = queue.pop(0)
+        width, height = image_part_size(item)
+        value = 1_000_000 + zlib.crc32(json.dumps(item, sort_keys=True).encode()) % 1_000_000
+        out.extend([value] * image_tokens(width, height))
+    return out
 
 
 def render_chat(
@@ -152,7 +227,7 @@ def render_chat(
             raise TemplateError("Each message needs a role.")
     out: list[str] = []
     if messages[0]["role"] == "system":
-        system = _content_text(messages[0].get("content")).strip()
+        system = _content_text(messages[0].get("content"), system=True).strip()
         out.append(f"{IM_START}system\n{system}{IM_END}\n")
     last_query = -1
     for index in range(len(messages) - 1, -1, -1):
@@ -368,6 +443,8 @@ class Behaviour:
     """Prefill speed for uncached prompt tokens; None = instant."""
     ready: bool = True
     """False makes /health, /health_generate and /ready answer 503."""
+    image_understanding: bool = True
+    """What /model_info says; False also refuses chat requests with image parts (400)."""
     needle_horizon: float | None = None
     """Needle mode (``longdoc server selftest``): answer "vault: code" for every planted
     access code in the first ``needle_horizon`` fraction of the prompt (1.0 reads it all;
@@ -388,6 +465,7 @@ class Behaviour:
         "answer_text",
         "prefill_tokens_per_s",
         "ready",
+        "image_understanding",
         "needle_horizon",
     )
 
@@ -592,6 +670,7 @@ class FakeSGLang:
         self.prompts: list[str] = []
         self.aborted_rids: list[str] = []
         self.completed_rids: list[str] = []
+        self.images: list[list[tuple[int, int]]] = []  # per chat request with images: sizes
         self.created = int(time.time())
         self._lock = threading.Lock()
         self._aborts: dict[str, threading.Event] = {}
@@ -1042,7 +1121,7 @@ class _Handler(BaseHTTPRequestHandler):
             "weight_version": "default",
             "load_format": "auto",
             "disaggregation_mode": "null",
-            "has_image_understanding": True,
+            "has_image_understanding": fake.behaviour.image_understanding,
             "has_audio_understanding": False,
             "model_type": "qwen3_5_moe",
             "architectures": [ARCHITECTURE],
@@ -1118,7 +1197,11 @@ class _Handler(BaseHTTPRequestHandler):
             except TemplateError as exc:
                 self._error(400, str(exc))
                 return
-            tokens = encode(rendered)
+            try:
+                tokens = expand_images(encode(rendered), message_images(messages))
+            except TemplateError as exc:
+                self._error(400, str(exc))
+                return
             self._json(
                 200,
                 {
@@ -1212,8 +1295,19 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(400, str(exc))
             return
         assert isinstance(messages, list)
+        images = message_images(messages)
+        if images and not fake.behaviour.image_understanding:
+            self._error(400, "This model does not support image input.")
+            return
         fake.record_prompt(prompt)
-        prompt_ids = encode(prompt)
+        try:
+            prompt_ids = expand_images(encode(prompt), images)
+        except TemplateError as exc:
+            self._error(400, str(exc))
+            return
+        if images:
+            with fake._lock:
+                fake.images.append([image_part_size(i) for i in images])
         n = len(prompt_ids)
         stream = bool(body.get("stream"))
         max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
@@ -1808,6 +1902,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prefill-tokens-per-s", type=float, default=None)
     p.add_argument("--answer-tokens", type=int, default=None)
     p.add_argument(
+        "--image-understanding",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="what /model_info says; --no-image-understanding refuses image parts",
+    )
+    p.add_argument(
         "--exit-after",
         type=float,
         default=None,
@@ -1823,6 +1923,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         token_delay_s=args.token_delay,
         prefill_tokens_per_s=args.prefill_tokens_per_s,
         answer_tokens=args.answer_tokens,
+        image_understanding=args.image_understanding,
     )
     fake = FakeSGLang(
         args.host,

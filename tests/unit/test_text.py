@@ -30,8 +30,19 @@ def _paragraphs(n: int, size: int = 300) -> str:
 
 
 def test_supported_suffixes() -> None:
-    """The file dialog's list: PDF, text and Markdown."""
-    assert {".pdf", ".txt", ".text", ".log", ".md", ".markdown"} == SUPPORTED_SUFFIXES
+    """The file dialog's list: PDF, text, Markdown, Word and transcripts."""
+    assert {
+        ".pdf",
+        ".txt",
+        ".text",
+        ".log",
+        ".md",
+        ".markdown",
+        ".docx",
+        ".docm",
+        ".vtt",
+        ".srt",
+    } == SUPPORTED_SUFFIXES
 
 
 def test_plain_utf8_file(tmp_path: Path) -> None:
@@ -84,7 +95,7 @@ def test_latin1_last_resort(tmp_path: Path) -> None:
     assert "latin-1" in doc.warnings[0]
 
 
-@pytest.mark.parametrize("name", ["image.txt", "archive.zip", "report.docx", "data"])
+@pytest.mark.parametrize("name", ["image.txt", "archive.zip", "data"])
 def test_binary_files_are_rejected(tmp_path: Path, name: str) -> None:
     """NUL bytes mean binary: DocumentUnreadable naming the file, whatever its suffix."""
     path = _write(tmp_path, name, b"PK\x03\x04\x00\x00binary\x00stuff")
