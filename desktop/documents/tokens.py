@@ -79,8 +79,8 @@ def _read_vocabulary() -> tuple[dict[bytes, int], int]:
         longest, ranks = loaded
         if isinstance(ranks, dict) and len(ranks) == VOCAB_SIZE and isinstance(longest, int):
             return ranks, longest
-    except (OSError, ValueError, EOFError, TypeError):
-        pass
+    except (OSError, ValueError, EOFError, TypeError, RuntimeError, KeyError):
+        pass  # no cache yet, a damaged one, or no home directory: parse the file
     ranks = parse_ranks(vocab.read_bytes())
     longest = max(map(len, ranks))
     try:
@@ -89,7 +89,7 @@ def _read_vocabulary() -> tuple[dict[bytes, int], int]:
         tmp = cached.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_bytes(marshal.dumps((longest, ranks)))
         os.replace(tmp, cached)  # atomic: concurrent first runs never read half a file
-    except OSError:
+    except (OSError, RuntimeError, KeyError):
         log.debug("cannot cache the vocabulary", exc_info=True)
     return ranks, longest
 
