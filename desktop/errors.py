@@ -147,3 +147,37 @@ class Cancelled(LongdocError):
 
     def __init__(self, message: str = "Stopped by the user.") -> None:
         super().__init__(message)
+
+
+# --- threads (follow-up questions) --------------------------------------------------------
+
+
+class ThreadTooLong(LongdocError):
+    """A follow-up's earlier turns no longer fit the context; the document alone still does."""
+
+    exit_code = EXIT_DOCUMENT
+
+    def __init__(
+        self,
+        path: Path | str,
+        thread_id: int,
+        turns: int,
+        needed: int,
+        available: int,
+        context: int,
+        without_history: int,
+    ) -> None:
+        self.path = Path(path)
+        self.thread_id = thread_id
+        self.turns = turns
+        self.needed = needed
+        self.available = available
+        self.context = context
+        self.without_history = without_history
+        super().__init__(
+            f"{self.path}: thread {thread_id} no longer fits: with its {turns} earlier "
+            f"turn{'s' if turns != 1 else ''} the prompt needs {needed:,} tokens, but the "
+            f"server's context of {context:,} tokens leaves {available:,} for the prompt "
+            f"(the document and this question alone need {without_history:,}); start a new "
+            "thread (ask without --follow-up or --thread). Earlier turns are never dropped."
+        )

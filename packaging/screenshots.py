@@ -5,7 +5,7 @@
 (or ``make screenshots``; under Xvfb, drop QT_QPA_PLATFORM). Uses a temporary
 LONGDOC_HOME, so your own library and settings are untouched. Writes: 01-first-run,
 02-document, 03-streaming, 04-quote-marks, 05-prefill, 06-cached, 07-over-budget,
-08-server, 09-settings (.png).
+08-server, 09-settings, 10-thread (.png).
 """
 
 from __future__ import annotations
@@ -130,7 +130,8 @@ def main() -> int:
         spin(lambda: False, 0.3)
         shoot(window, out, "04-quote-marks")
 
-        # Other pages: nothing of this prompt is cached, so the server reads it all.
+        # Other pages, a new thread: nothing of this prompt is cached, the server reads it all.
+        panel.new_thread()
         panel.pages_edit.setText("3-100")
         panel.question_edit.setPlainText("Which theorems about compactness are proved?")
         panel.ask()
@@ -139,11 +140,21 @@ def main() -> int:
         spin(lambda: not panel.busy, 90)
 
         panel.pages_edit.clear()
+        panel.new_thread()  # the same words in the same thread would be a follow-up
         panel.question_edit.setPlainText("What does the book cover, and for whom?")
         panel.ask()
         spin(lambda: not panel.busy, 30)
         spin(lambda: view.quote_checks is not None, 10)
         shoot(window, out, "06-cached")
+
+        # A thread of three questions: the earlier turns above the current answer.
+        server.behaviour.update(answer_text=None, token_delay_s=0, reasoning_tokens=None)
+        for follow_up in ("Which chapter defines compactness?", "And where is it used later?"):
+            panel.question_edit.setPlainText(follow_up)
+            panel.ask()
+            spin(lambda: not panel.busy, 30)
+        spin(lambda: False, 0.3)
+        shoot(window, out, "10-thread")
 
         window.show_server_panel()
         assert window.server_panel is not None

@@ -60,6 +60,7 @@ class Stored:
 
     answer: StoredAnswer
     from_cache: bool
+    thread_id: int | None = None  # the thread the answer is a turn of (None: not a turn)
 
 
 StreamEvent = ReasoningDelta | AnswerDelta | Usage | Finished

@@ -15,6 +15,7 @@ history.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 
 # PageRange lives with the page-range grammar; re-exported for the prompt's callers.
 from desktop.answering.pages import PageRange as PageRange
@@ -86,11 +87,36 @@ def user_message(doc: Document, pages: PageRange, question: str) -> str:
     return f"{note}\n\n{text}" if note else text
 
 
-def build_messages(doc: Document, pages: PageRange, question: str) -> list[dict[str, str]]:
-    """The chat messages sent to the server."""
+def conversation(
+    doc: Document,
+    pages: PageRange,
+    question: str,
+    history: Sequence[dict[str, str]] = (),
+) -> list[dict[str, str]]:
+    """The messages after the system turn: a thread's earlier turns, then the question.
+
+    The range note belongs to the first question of a conversation, as it was sent then,
+    so a follow-up's earlier turns continue the first prompt byte for byte.
+    """
+    turns = [dict(m) for m in history]
+    if not turns:
+        return [{"role": "user", "content": user_message(doc, pages, question)}]
+    note = range_note(doc, pages)
+    if note:
+        turns[0]["content"] = f"{note}\n\n{turns[0]['content']}"
+    return [*turns, {"role": "user", "content": defuse(question.strip())}]
+
+
+def build_messages(
+    doc: Document,
+    pages: PageRange,
+    question: str,
+    history: Sequence[dict[str, str]] = (),
+) -> list[dict[str, str]]:
+    """The chat messages sent to the server; a thread's earlier turns go after the document."""
     return [
         {"role": "system", "content": system_message(doc, pages)},
-        {"role": "user", "content": user_message(doc, pages, question)},
+        *conversation(doc, pages, question, history),
     ]
 
 
@@ -139,11 +165,19 @@ def prefix_tokens(doc: Document, pages: PageRange) -> int:
     return system_turn_tokens(doc, pages) + len(tokens.encode_with_special(USER_TURN_OPEN))
 
 
-def count_prompt_tokens(doc: Document, pages: PageRange, question: str, thinking: bool) -> int:
-    """Exact prompt size as the server will tokenize it (template included).
+def count_prompt_tokens(
+    doc: Document,
+    pages: PageRange,
+    question: str,
+    thinking: bool,
+    history: Sequence[dict[str, str]] = (),
+) -> int:
+    """Exact prompt size as the server will tokenize it (template and earlier turns included).
 
-    Encodes only the instructions, the title, the range note and the question; the
-    document's part comes from ``doc.page_tokens`` (counted at ingestion and stored).
+    Encodes only the instructions, the title, the range note, earlier turns and the
+    question; the document's part comes from ``doc.page_tokens`` (counted at ingestion and
+    stored). Earlier turns are rendered as Qwen3.5's template renders turns before the last
+    question: plain content, no reasoning (see desktop/answering/threads.py).
     """
-    rest = render_chat([{"role": "user", "content": user_message(doc, pages, question)}], thinking)
+    rest = render_chat(conversation(doc, pages, question, history), thinking)
     return system_turn_tokens(doc, pages) + len(tokens.encode_with_special(rest))

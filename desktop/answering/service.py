@@ -42,6 +42,7 @@ from desktop.answering.scans import (
     scanned_pages,
     unread_warning,
 )
+from desktop.answering.threads import Thread, history_key, history_messages, thread_pages
 from desktop.answering.warmup import ROUTES, Prefilled, Route, RouteMissing, prefill
 from desktop.config import Settings, data_dir
 from desktop.documents.ingest import require_text
@@ -53,6 +54,7 @@ from desktop.errors import (
     LongdocError,
     ServerError,
     ServerUnavailable,
+    ThreadTooLong,
     UsageError,
 )
 from desktop.store.db import AnswerKey, Store
@@ -126,10 +128,21 @@ class Question:
     thinking: bool = True
     use_cache: bool = True
     max_tokens: int | None = None  # None = the settings' answer reserve
+    thread: Thread | None = None  # a follow-up continues this thread; None starts a new one
 
     def page_range(self) -> PageRange:
-        """The selected pages, defaulting to all."""
+        """The selected pages, defaulting to all (a follow-up: the thread's pages)."""
+        if self.thread is not None:
+            if self.thread.document_sha != self.document.sha256:
+                raise UsageError(
+                    f"Thread {self.thread.id} is about another document, not {self.document.path}."
+                )
+            return thread_pages(self.thread, self.pages, len(self.document.pages))
         return self.pages or full_range(self.document)
+
+    def history(self) -> list[dict[str, str]]:
+        """The thread's earlier turns as chat messages (none for a first question)."""
+        return history_messages(self.thread.turns) if self.thread is not None else []
 
 
 @dataclass
@@ -216,6 +229,7 @@ class Answerer:
             first_page=pages.first,
             last_page=pages.last,
             max_tokens=max_tokens,
+            history=history_key(question.thread.turns) if question.thread else "",
         )
 
     def cached(self, question: Question, model: str) -> Stored | None:
@@ -259,22 +273,34 @@ class Answerer:
         doc = question.document
         pages = question.page_range()
         reserve = question.max_tokens or self.settings.answer_reserve
+        history = question.history()
         scanned = scanned_pages(doc, pages)
         messages: list[dict[str, Any]]
         if scanned and self.reads_images():
             messages = build_image_messages(doc, pages, question.text, page_images(doc, scanned))
+            # A thread's earlier turns go after the document, right before the question.
+            messages[-1:-1] = history
             prompt_tokens = count_image_prompt_tokens(messages, question.thinking)
         else:
             require_text(doc, pages.first, pages.last)
-            messages = list(build_messages(doc, pages, question.text))
+            messages = list(build_messages(doc, pages, question.text, history))
             had_counts = counts_current(doc)
-            prompt_tokens = count_prompt_tokens(doc, pages, question.text, question.thinking)
+            prompt_tokens = count_prompt_tokens(
+                doc, pages, question.text, question.thinking, history
+            )
             if not had_counts:
                 self._save_counts(doc)
         assert info.max_model_len is not None
         budget = plan_budget(prompt_tokens, info.max_model_len, reserve, self._max_input)
         if scanned and not self.reads_images():
             budget.warnings.append(unread_warning(scanned, doc))
+        if not budget.fits and question.thread is not None and history:
+            if scanned and self.reads_images():
+                without = [m for m in messages if not any(m is h for h in history)]
+                alone = count_image_prompt_tokens(without, question.thinking)
+            else:
+                alone = count_prompt_tokens(doc, pages, question.text, question.thinking)
+            self._refuse_thread(question, alone, prompt_tokens, budget, reserve)
         if not budget.fits:
             raise DocumentTooLarge(
                 doc.path,
@@ -292,6 +318,36 @@ class Answerer:
             self.store.save_page_tokens(doc)  # updates nothing for a document not stored
         except LongdocError:
             log.debug("could not store the page counts", exc_info=True)
+
+    def _refuse_thread(
+        self, question: Question, alone: int, needed: int, budget: Budget, reserve: int
+    ) -> None:
+        """Raise ThreadTooLong when only the earlier turns make the prompt too long
+        (``alone``: the prompt's tokens without them)."""
+        assert question.thread is not None
+        if plan_budget(alone, budget.context_length, reserve, self._max_input).fits:
+            raise ThreadTooLong(
+                question.document.path,
+                question.thread.id,
+                len(question.thread.turns),
+                needed,
+                budget.prompt_limit,
+                budget.context_length,
+                alone,
+            )
+
+    def _join_thread(self, question: Question, stored: Stored) -> Stored:
+        """Make a complete answer the thread's next turn (a new thread for a first question)."""
+        current = question.thread.id if question.thread is not None else None
+        if not stored.answer.complete:
+            # A stopped or failed answer is not a turn: the thread stays as it was.
+            return Stored(stored.answer, stored.from_cache, thread_id=current)
+        pages = question.page_range()
+        earlier = [t.id for t in question.thread.turns] if question.thread is not None else []
+        thread_id = self.store.add_turn(
+            current, question.document.sha256, pages.first, pages.last, stored.answer.id, earlier
+        )
+        return Stored(stored.answer, stored.from_cache, thread_id=thread_id)
 
     def prewarm(
         self,
@@ -405,7 +461,7 @@ class Answerer:
         cancel = cancel or threading.Event()
         hit = self.lookup(question)
         if hit is not None:
-            yield hit
+            yield self._join_thread(question, hit)
             return
         plan = self.plan(question)
         answer_id = self.store.start_answer(
@@ -484,7 +540,7 @@ class Answerer:
         )
         stored = self.store.get_answer(answer_id)
         assert stored is not None
-        yield Stored(stored, from_cache=False)
+        yield self._join_thread(question, Stored(stored, from_cache=False))
 
     def _finish(
         self,

@@ -124,36 +124,48 @@ def prefill(
         trust_env=not _loopback(url),
     )
     done = threading.Event()
+    outcome: list[httpx2.Response | BaseException] = []
 
-    def watch() -> None:
-        # Prefill of a long document takes minutes: closing the client unblocks the read,
-        # and SGLang drops the request at once on /abort_request.
-        while not done.is_set():
-            if cancel.wait(0.05):
-                if not done.is_set():
-                    http.close()
-                    _abort(root, api_key, rid)
-                return
+    def send() -> None:
+        try:
+            outcome.append(http.post(root + path, json=body, headers=_headers(api_key)))
+        except BaseException as exc:  # handed to the waiting thread below
+            outcome.append(exc)
+        finally:
+            done.set()
 
     if cancel.is_set():
         raise Cancelled()
-    threading.Thread(target=watch, daemon=True, name="longdoc-prefill-cancel").start()
-    try:
-        response = http.post(root + path, json=body, headers=_headers(api_key))
-    except (httpx2.HTTPError, OSError, RuntimeError) as exc:
+    # Prefill of a long document takes minutes and a blocked read cannot be interrupted
+    # from another thread: the request runs on its own thread, and a cancel returns at once
+    # while SGLang is told to drop the request (again until it has, since an abort that
+    # arrives before the server has registered the request is lost).
+    threading.Thread(target=send, daemon=True, name="longdoc-prefill").start()
+    while not done.wait(0.05):
+        if cancel.is_set():
+            threading.Thread(
+                target=_abort_until_done,
+                args=(root, api_key, rid, done, http),
+                daemon=True,
+                name="longdoc-prefill-abort",
+            ).start()
+            raise Cancelled()
+    http.close()
+    [response] = outcome
+    if isinstance(response, BaseException):
+        exc = response
         if cancel.is_set():
             raise Cancelled() from exc
         if isinstance(exc, httpx2.TimeoutException):
             raise ServerUnreachable(
                 f"The server at {url} did not finish the warm-up in time."
             ) from exc
-        raise ServerUnreachable(
-            f"Cannot reach the server at {url}: is it running? "
-            "Start it with `longdoc server start` or check the endpoint."
-        ) from exc
-    finally:
-        done.set()
-        http.close()
+        if isinstance(exc, httpx2.HTTPError | OSError | RuntimeError):
+            raise ServerUnreachable(
+                f"Cannot reach the server at {url}: is it running? "
+                "Start it with `longdoc server start` or check the endpoint."
+            ) from exc
+        raise exc
     if cancel.is_set():
         raise Cancelled()
     status = response.status_code
@@ -177,6 +189,17 @@ def prefill(
         raise ServerError(f"The server at {url} answered {status} to {path}: {message}")
     prompt_tokens, cached = _read(route, data)
     return Prefilled(route, prompt_tokens, cached, time.monotonic() - started)
+
+
+def _abort_until_done(
+    root: str, api_key: str, rid: str, done: threading.Event, http: httpx2.Client
+) -> None:
+    """Abort ``rid`` every half second until its request has ended (at most ~10 s)."""
+    for _ in range(20):
+        _abort(root, api_key, rid)
+        if done.wait(0.5):
+            break
+    http.close()
 
 
 def _abort(root: str, api_key: str, rid: str) -> None:

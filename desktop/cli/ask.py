@@ -19,10 +19,12 @@ from desktop.answering.events import (
 from desktop.answering.format import ago
 from desktop.answering.pages import PageRange, describe, parse_range
 from desktop.answering.service import Answerer, Question, resolve_endpoint
+from desktop.answering.threads import Thread
 from desktop.cli.common import open_store, settings_from, warn
 from desktop.documents.model import Document
 from desktop.errors import UsageError
 from desktop.library import open_document
+from desktop.store.db import Store
 
 DIM = "\x1b[2m"
 RESET = "\x1b[0m"
@@ -57,6 +59,19 @@ def register(sub: Any) -> None:
         "--no-think", dest="thinking", action="store_false", help="answer without reasoning"
     )
     p.add_argument("--no-cache", action="store_true", help="ask again even if answered before")
+    thread = p.add_mutually_exclusive_group()
+    thread.add_argument(
+        "--follow-up",
+        action="store_true",
+        help="continue the last thread on this document: the model sees the earlier "
+        "questions and answers (without them, every ask starts a new thread)",
+    )
+    thread.add_argument(
+        "--thread",
+        type=int,
+        metavar="ID",
+        help="continue thread ID (ask --json prints each answer's thread_id)",
+    )
     p.add_argument("--endpoint", metavar="URL", help="server URL (default: managed server)")
     p.add_argument("--model", metavar="NAME", help="model name (default: the server's)")
     p.add_argument("--api-key", metavar="KEY", help="API key for the server")
@@ -118,6 +133,29 @@ def flag_quotes(checks: list[CitationCheck], doc: Document) -> str:
     return "\n> **Unverified quotes**\n>\n" + "\n".join(lines) + "\n"
 
 
+def pick_thread(store: Store, doc: Document, args: argparse.Namespace) -> Thread | None:
+    """The thread a follow-up continues (None: a new thread)."""
+    if args.thread is not None:
+        thread = store.get_thread(args.thread)
+        if thread is None:
+            raise UsageError(
+                f"There is no thread {args.thread}; `longdoc ask --json` prints each "
+                "answer's thread_id."
+            )
+        if thread.document_sha != doc.sha256:
+            raise UsageError(
+                f"Thread {args.thread} is about another document, not {args.path}; "
+                "use --follow-up to continue the last thread on this one."
+            )
+        return thread
+    if args.follow_up:
+        thread = store.last_thread(doc.sha256)
+        if thread is None:
+            print(f"No earlier thread on {args.path}: starting a new one.", file=sys.stderr)
+        return thread
+    return None
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
     """Ask, stream, store; print JSON at the end with --json."""
     settings = settings_from(args)
@@ -134,7 +172,15 @@ def cmd_ask(args: argparse.Namespace) -> int:
             except ValueError as exc:
                 raise UsageError(f"{args.path}: {exc}") from None
         answerer = Answerer(store, resolve_endpoint(settings), settings)
-        question = Question(doc, args.question, pages, thinking, not args.no_cache, args.max_tokens)
+        thread = pick_thread(store, doc, args)
+        question = Question(
+            doc, args.question, pages, thinking, not args.no_cache, args.max_tokens, thread
+        )
+        if thread is not None:
+            print(
+                f"Follow-up in thread {thread.id} (turn {len(thread.turns) + 1}).",
+                file=sys.stderr,
+            )
         if args.check_tokens:
             check_tokens(answerer, question)
         tty_err = sys.stderr.isatty()
@@ -208,6 +254,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
                         },
                         "timings": {"ttft_s": answer.ttft_s, "total_s": answer.total_s},
                         "citations": [check.to_json() for check in checks],
+                        "thread_id": final.thread_id,
                     },
                     ensure_ascii=False,
                 )
@@ -230,6 +277,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 sys.stdout.write("\n")
             sys.stdout.write(flag_quotes(checks, doc))
             sys.stdout.flush()
+            if final.thread_id is not None:
+                print(
+                    f"(thread {final.thread_id}: --follow-up asks a follow-up question)",
+                    file=sys.stderr,
+                )
         answerer.close()
     finally:
         store.close()

@@ -54,6 +54,7 @@ class AnswerKey:
     first_page: int
     last_page: int
     max_tokens: int
+    history: str = ""  # digest of the thread's earlier turns ("" = a first question)
 
     @property
     def normalized_question(self) -> str:
@@ -91,6 +92,19 @@ class StoredAnswer:
     def complete(self) -> bool:
         """Only complete answers are served from the cache."""
         return self.status == "complete"
+
+
+@dataclass(frozen=True)
+class Thread:
+    """A conversation about one document's pages: its complete answers, oldest first."""
+
+    id: int
+    document_sha: str
+    first_page: int
+    last_page: int
+    turns: list[StoredAnswer] = field(default_factory=list)
+    created_at: float = 0.0
+    updated_at: float = 0.0
 
 
 def _json(value: Any) -> str:
@@ -288,6 +302,12 @@ class Store:
     def remove_document(self, sha256: str) -> None:
         """Forget a document, its pages and its answers."""
         with self._transaction() as conn:
+            conn.execute(
+                "DELETE FROM thread_turns WHERE thread_id IN"
+                " (SELECT id FROM threads WHERE document_sha = ?)",
+                [sha256],
+            )
+            conn.execute("DELETE FROM threads WHERE document_sha = ?", [sha256])
             conn.execute("DELETE FROM answers WHERE document_sha = ?", [sha256])
             conn.execute("DELETE FROM pages WHERE sha256 = ?", [sha256])
             conn.execute("DELETE FROM documents WHERE sha256 = ?", [sha256])
@@ -303,6 +323,7 @@ class Store:
         where = (
             "document_sha = ? AND question_norm = ? AND prompt_version = ? AND thinking = ?"
             " AND first_page = ? AND last_page = ? AND max_tokens = ? AND status = 'complete'"
+            " AND history = ?"
         )
         args: list[Any] = [
             key.document_sha,
@@ -312,6 +333,7 @@ class Store:
             key.first_page,
             key.last_page,
             key.max_tokens,
+            key.history,
         ]
         if key.model:
             where += " AND model = ?"
@@ -336,6 +358,7 @@ class Store:
             "first_page": key.first_page,
             "last_page": key.last_page,
             "max_tokens": key.max_tokens,
+            "history": key.history,
             "answer": "",
             "reasoning": "",
             "status": "running",
@@ -419,6 +442,97 @@ class Store:
                     dead,
                 )
         return len(dead)
+
+    # --- threads (follow-up questions) ----------------------------------------------
+
+    def add_turn(
+        self,
+        thread_id: int | None,
+        document_sha: str,
+        first_page: int,
+        last_page: int,
+        answer_id: int,
+        after: list[int] | None = None,
+    ) -> int:
+        """Append a complete answer to a thread; returns the thread's id.
+
+        ``after`` is the answer ids of the turns the answer was given after. When the thread
+        has changed since (another process followed up, or "Ask again" on an earlier turn),
+        the answer starts a new thread holding those turns and then this one, so a thread's
+        turns are always exactly what each of its answers saw. A new thread is made when
+        ``thread_id`` is None too.
+        """
+        now = time.time()
+        earlier = list(after or [])
+        with self._transaction() as conn:
+            if thread_id is not None:
+                current = [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT answer_id FROM thread_turns WHERE thread_id = ? ORDER BY turn",
+                        [thread_id],
+                    )
+                ]
+                if current != earlier:
+                    thread_id = None
+            if thread_id is None:
+                cursor = conn.execute(
+                    "INSERT INTO threads (document_sha, first_page, last_page, created_at,"
+                    " updated_at) VALUES (?, ?, ?, ?, ?)",
+                    [document_sha, first_page, last_page, now, now],
+                )
+                thread_id = int(cursor.lastrowid or 0)
+                conn.executemany(
+                    "INSERT INTO thread_turns (thread_id, turn, answer_id) VALUES (?, ?, ?)",
+                    [(thread_id, turn, answer) for turn, answer in enumerate(earlier)],
+                )
+            else:
+                conn.execute("UPDATE threads SET updated_at = ? WHERE id = ?", [now, thread_id])
+            conn.execute(
+                "INSERT INTO thread_turns (thread_id, turn, answer_id) VALUES (?, ?, ?)",
+                [thread_id, len(earlier), answer_id],
+            )
+        return thread_id
+
+    def get_thread(self, thread_id: int) -> Thread | None:
+        """A thread with its turns, oldest first."""
+        with self._lock:
+            row = self.db.execute(
+                "SELECT id, document_sha, first_page, last_page, created_at, updated_at"
+                " FROM threads WHERE id = ?",
+                [thread_id],
+            ).fetchone()
+            if row is None:
+                return None
+            cursor = self.db.execute(
+                "SELECT answers.* FROM thread_turns JOIN answers ON answers.id ="
+                " thread_turns.answer_id WHERE thread_id = ? ORDER BY turn",
+                [thread_id],
+            )
+            columns = [c[0] for c in cursor.description]
+            turns = [_answer(dict(zip(columns, r, strict=True))) for r in cursor.fetchall()]
+        return Thread(row[0], row[1], row[2], row[3], turns, row[4], row[5])
+
+    def thread_with_answer(self, answer_id: int) -> Thread | None:
+        """The most recently continued thread an answer is a turn of, if any."""
+        with self._lock:
+            row = self.db.execute(
+                "SELECT threads.id FROM thread_turns JOIN threads ON threads.id ="
+                " thread_turns.thread_id WHERE answer_id = ?"
+                " ORDER BY threads.updated_at DESC, threads.id DESC LIMIT 1",
+                [answer_id],
+            ).fetchone()
+        return self.get_thread(row[0]) if row else None
+
+    def last_thread(self, document_sha: str) -> Thread | None:
+        """The thread about a document that was added to last, if any."""
+        with self._lock:
+            row = self.db.execute(
+                "SELECT id FROM threads WHERE document_sha = ? ORDER BY updated_at DESC, id DESC"
+                " LIMIT 1",
+                [document_sha],
+            ).fetchone()
+        return self.get_thread(row[0]) if row else None
 
 
 def _answer(row: dict[str, Any]) -> StoredAnswer:

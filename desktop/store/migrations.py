@@ -69,6 +69,33 @@ def m001_documents_and_answers(db: Database) -> None:
 
 
 @MIGRATIONS()
+def m_threads_of_turns(db: Database) -> None:
+    """Conversation threads: ordered answers per document; answers keyed on their history."""
+    db.table("threads").create(
+        {
+            "id": int,
+            "document_sha": str,
+            "first_page": int,
+            "last_page": int,
+            "created_at": float,
+            "updated_at": float,
+        },
+        pk="id",
+    )
+    db.table("threads").create_index(["document_sha", "updated_at"], index_name="threads_recent")
+    # One answer can stand in several threads: a cache hit joins the thread it is asked in.
+    db.table("thread_turns").create(
+        {"thread_id": int, "turn": int, "answer_id": int},
+        pk=("thread_id", "turn"),
+        foreign_keys=[("thread_id", "threads", "id"), ("answer_id", "answers", "id")],
+    )
+    db.table("thread_turns").create_index(["answer_id"], index_name="thread_turns_answer")
+    # The digest of the earlier turns an answer was given after ("" = a first question),
+    # so the same question in another conversation is never served from the cache.
+    db.table("answers").add_column("history", str, not_null_default="")
+
+
+@MIGRATIONS()
 def m_page_token_counts(db: Database) -> None:
     """Per-page prompt token counts and the layout they were counted for (issue 9)."""
     db.table("pages").add_column("tokens", int)

@@ -31,12 +31,14 @@ from desktop.answering.format import scope as page_scope
 from desktop.answering.pages import parse_range
 from desktop.answering.prompt import PageRange
 from desktop.answering.service import Question
+from desktop.answering.threads import Thread, history_messages
 from desktop.documents.model import Document
 from desktop.errors import (
     Cancelled,
     DocumentTooLarge,
     LongdocError,
     ServerUnavailable,
+    ThreadTooLong,
     UsageError,
     suggest_page_end,
 )
@@ -46,6 +48,7 @@ from desktop.ui.answer_view import AnswerView
 from desktop.ui.budget_bar import BudgetBar
 from desktop.ui.export import answer_markdown, history_markdown
 from desktop.ui.session import BudgetView, Session
+from desktop.ui.thread_view import ThreadView
 
 log = logging.getLogger("longdoc.ui.ask")
 
@@ -85,6 +88,9 @@ class AskPanel(QWidget):
         self.session = session
         self.document: Document | None = None
         self.history: list[StoredAnswer] = []
+        # The conversation a question continues; None: the next question starts a thread.
+        self.current_thread: Thread | None = None
+        self._closed = False  # the window is closing: no more background counts
         self._task: tasks.Task[None] | None = None
         self._question: Question | None = None
         self._budget_task: tasks.Task[BudgetView] | None = None
@@ -112,10 +118,12 @@ class AskPanel(QWidget):
         self.answer_view.export_requested.connect(self._on_answer_view_export_requested)
         self.answer_view.action_requested.connect(self._on_answer_view_action_requested)
 
+        self.conversation = self._make_conversation()
+
         self.splitter = QSplitter(Qt.Orientation.Vertical)
         self.splitter.setObjectName("askSplitter")
         self.splitter.addWidget(history_box)
-        self.splitter.addWidget(self.answer_view)
+        self.splitter.addWidget(self.conversation)
         self.splitter.setStretchFactor(0, 1)
         self.splitter.setStretchFactor(1, 4)
         self.splitter.setChildrenCollapsible(False)
@@ -194,6 +202,7 @@ class AskPanel(QWidget):
             messages.info("Stopped the answer: another document was opened.")
         self.document = doc
         self._page_chars = 0
+        self._set_thread(None)
         self.answer_view.set_pages(doc.pages if doc is not None else [])
         self.history = []
         self.history_list.clear()
@@ -209,6 +218,7 @@ class AskPanel(QWidget):
             self.budget_bar.show_unknown("")
             return
         self.refresh_history()
+        self.load_last_thread()
         self.refresh_budget()
 
     def refresh_history(self, select_id: int | None = None) -> None:
@@ -257,6 +267,7 @@ class AskPanel(QWidget):
         if answer is not None:
             self.answer_view.show_answer(answer, len(self.document.pages))
             self.check_quotes(answer)
+            self._open_thread_at(answer)
 
     # --- budget ---------------------------------------------------------------------------
 
@@ -267,7 +278,7 @@ class AskPanel(QWidget):
     def refresh_budget(self) -> None:
         """Recount the prompt against the server's context (off the UI thread)."""
         doc = self.document
-        if doc is None:
+        if doc is None or self._closed:
             return
         if self._budget_task is not None and not self._budget_task.done:
             self._budget_dirty = True
@@ -279,6 +290,11 @@ class AskPanel(QWidget):
         question = self.question_edit.toPlainText()
         thinking = self.think_box.isChecked()
         session = self.session
+        history = (
+            history_messages(self.current_thread.turns) if self.current_thread is not None else []
+        )
+        if self.current_thread is not None:
+            pages = PageRange(self.current_thread.first_page, self.current_thread.last_page)
 
         def done(view: BudgetView) -> None:
             if self.document is doc:
@@ -289,7 +305,7 @@ class AskPanel(QWidget):
                 self.budget_bar.show_unknown(f"Context budget unknown: {messages.describe(exc)}")
 
         self._budget_task = tasks.run_call(
-            lambda: session.budget(doc, pages, question, thinking),
+            lambda: session.budget(doc, pages, question, thinking, history),
             success=done,
             failure=failed,
             name="budget",
@@ -338,7 +354,11 @@ class AskPanel(QWidget):
         if pages is None or self.document is None:
             self.pages_hint.clear()
         else:
-            self.pages_hint.setText(pages.describe(len(self.document.pages)))
+            hint = pages.describe(len(self.document.pages))
+            thread = self.current_thread
+            if thread is not None and thread.turns and not self._thread_covers(thread, pages):
+                hint += ": not this thread's pages; start a New thread to ask about them"
+            self.pages_hint.setText(hint)
         self._schedule_budget()
 
     # --- asking ---------------------------------------------------------------------------
@@ -358,6 +378,7 @@ class AskPanel(QWidget):
             else:
                 self.pages_edit.clear()
             self.think_box.setChecked(answer.thinking)
+            self._rewind_thread(answer)
         self.ask(use_cache=False)
 
     def ask(self, use_cache: bool = True) -> bool:
@@ -379,7 +400,17 @@ class AskPanel(QWidget):
             self.pages_hint.setText(str(exc))
             self.pages_edit.setFocus()
             return False
-        question = Question(doc, text, pages, self.think_box.isChecked(), use_cache)
+        thread = self.current_thread
+        if thread is not None and not self._thread_covers(thread, pages):
+            about = PageRange(thread.first_page, thread.last_page).describe(len(doc.pages))
+            self.answer_view.fail(
+                f"This thread is about {about}; start a new thread to ask about other pages.",
+                "new-thread",
+                "New thread",
+            )
+            return False
+        question = Question(doc, text, pages, self.think_box.isChecked(), use_cache, thread=thread)
+        self.thread_view.show_turns(thread.turns if thread is not None else [])
         scope = page_scope(pages.first, pages.last, doc.pages) if pages is not None else ""
         self._question = question
         self.tokens_received = 0
@@ -407,6 +438,7 @@ class AskPanel(QWidget):
         self.ask_button.setEnabled(not busy and self.document is not None)
         self.stop_button.setEnabled(busy)
         self.history_list.setEnabled(not busy)
+        self.new_thread_button.setEnabled(not busy and self.current_thread is not None)
         self.busy_changed.emit(busy)
 
     def _on_answer_events(self, batch: list[Any]) -> None:
@@ -447,6 +479,8 @@ class AskPanel(QWidget):
             self.check_quotes(event.answer)
             self.session.learn([event.answer])
             self.refresh_history(select_id=event.answer.id)
+            if event.thread_id is not None:
+                self._join_thread(event.thread_id, event.answer)
         elif isinstance(event, Usage | Finished):
             pass  # the stored answer carries the same figures
 
@@ -460,6 +494,15 @@ class AskPanel(QWidget):
         managed = not self.session.settings.endpoint
         if isinstance(exc, Cancelled):
             self.answer_view.fail("Stopped. What arrived is kept in the history as incomplete.")
+        elif isinstance(exc, ThreadTooLong):
+            self.answer_view.fail(
+                f"Not sent: this thread no longer fits. With its {exc.turns} earlier "
+                f"turns the prompt needs {exc.needed:,} tokens; the server's context of "
+                f"{exc.context:,} leaves {exc.available:,}. Earlier turns are never "
+                "dropped: start a new thread (Ctrl+N) to ask this question on its own.",
+                "new-thread",
+                "New thread",
+            )
         elif isinstance(exc, DocumentTooLarge):
             first = self._question.page_range().first if self._question else 1
             pages = self.document.pages if self.document else []
@@ -480,6 +523,150 @@ class AskPanel(QWidget):
             messages.error(exc, self, serious=True)
         self.refresh_history()
         self.answer_finished.emit(exc)
+
+    # --- threads (follow-up questions) --------------------------------------------------
+
+    def _make_conversation(self) -> QWidget:
+        """The thread's header (with New thread), its earlier turns, the current answer."""
+        self.thread_label = QLabel()
+        self.thread_label.setObjectName("threadLabel")
+        self.thread_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.new_thread_button = QPushButton("New thread")
+        self.new_thread_button.setObjectName("newThread")
+        self.new_thread_button.setToolTip(
+            "Start a new conversation: the next question is asked without the earlier ones (Ctrl+N)"
+        )
+        self.new_thread_button.clicked.connect(self._on_new_thread_button_clicked)
+        self.thread_view = ThreadView()
+        self.thread_view.citation_clicked.connect(self.citation_clicked)
+        header = QHBoxLayout()
+        header.addWidget(self.thread_label, 1)
+        header.addWidget(self.new_thread_button)
+        inner = QSplitter(Qt.Orientation.Vertical)
+        inner.setObjectName("threadSplitter")
+        inner.addWidget(self.thread_view)
+        inner.addWidget(self.answer_view)
+        inner.setStretchFactor(0, 2)
+        inner.setStretchFactor(1, 3)
+        inner.setChildrenCollapsible(False)
+        box = QWidget()
+        layout = QVBoxLayout(box)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(header)
+        layout.addWidget(inner, 1)
+        return box
+
+    def _set_thread(self, thread: Thread | None) -> None:
+        self.current_thread = thread
+        turns = len(thread.turns) if thread is not None else 0
+        if thread is None or not turns:
+            self.thread_label.setText("New thread: the next question starts a conversation")
+        else:
+            self.thread_label.setText(
+                f"Thread of {turns} question{'s' if turns != 1 else ''}: "
+                "the next question follows up"
+            )
+        self.new_thread_button.setEnabled(thread is not None and not self.busy)
+
+    @staticmethod
+    def _thread_covers(thread: Thread, pages: PageRange | None) -> bool:
+        """Does the pages box agree with the thread's pages (empty: the thread's)?"""
+        return pages is None or (pages.first, pages.last) == (thread.first_page, thread.last_page)
+
+    def _show_thread(self, thread: Thread) -> None:
+        """A loaded thread: earlier turns above, the latest one as the current answer."""
+        doc = self.document
+        self._set_thread(thread)
+        if doc is None or not thread.turns:
+            self.thread_view.show_turns([])
+            return
+        *earlier, latest = thread.turns
+        self.thread_view.show_turns(earlier)
+        if self.answer_view.answer is None or self.answer_view.answer.id != latest.id:
+            self.answer_view.show_answer(latest, len(doc.pages))
+            self.check_quotes(latest)
+        whole = (thread.first_page, thread.last_page) == (1, len(doc.pages))
+        self.pages_edit.setText("" if whole else f"{thread.first_page}-{thread.last_page}")
+        self.refresh_budget()
+
+    def load_last_thread(self) -> None:
+        """Show the document's last thread, as it was left (off the UI thread)."""
+        doc = self.document
+        if doc is None:
+            return
+        store = self.session.store
+
+        def loaded(thread: Thread | None) -> None:
+            # Still this document, and nothing asked or started meanwhile?
+            idle = not self.busy and not self._closed and self.current_thread is None
+            if self.document is doc and idle and thread:
+                self._show_thread(thread)
+
+        tasks.run_call(
+            lambda: store.last_thread(doc.sha256),
+            success=loaded,
+            failure=messages.error,
+            name="last thread",
+        )
+
+    def _join_thread(self, thread_id: int, answer: StoredAnswer) -> None:
+        """The answer became the thread's latest turn (as the core stored it): show it at
+        once, so a question typed right after it follows up."""
+        # The turns the question was asked after: the core put exactly these before it.
+        asked = self._question.thread if self._question is not None else None
+        earlier = asked.turns if asked is not None else []
+        thread = Thread(
+            thread_id,
+            answer.document_sha,
+            answer.first_page,
+            answer.last_page,
+            [*earlier, answer],
+        )
+        self._show_thread(thread)
+
+    def _open_thread_at(self, answer: StoredAnswer) -> None:
+        """An answer picked from the history: its thread up to it, so the next question
+        follows up on what is shown (after later turns, the core starts a branch)."""
+        thread = self.current_thread
+        if thread is not None and thread.turns and thread.turns[-1].id == answer.id:
+            return
+        found = self.session.store.thread_with_answer(answer.id)  # one indexed query
+        if found is None:
+            return  # not a turn (stopped or failed): the conversation stays as it was
+        ids = [t.id for t in found.turns]
+        turns = found.turns[: ids.index(answer.id) + 1]
+        self._show_thread(
+            Thread(found.id, found.document_sha, found.first_page, found.last_page, turns)
+        )
+
+    def _rewind_thread(self, answer: StoredAnswer) -> None:
+        """Ask again: after the same earlier turns as ``answer`` (the core then branches a
+        new thread from them, leaving this one as it was); a new thread if not in it."""
+        thread = self.current_thread
+        ids = [t.id for t in thread.turns] if thread is not None else []
+        if thread is None or answer.id not in ids:
+            self._set_thread(None)
+            self.thread_view.show_turns([])
+            return
+        earlier = thread.turns[: ids.index(answer.id)]
+        self._set_thread(
+            Thread(thread.id, thread.document_sha, thread.first_page, thread.last_page, earlier)
+        )
+
+    @Slot()
+    def _on_new_thread_button_clicked(self) -> None:
+        self.new_thread()
+
+    def new_thread(self) -> None:
+        """Start afresh: no earlier turns shown or sent; the next question opens a thread."""
+        if self.busy or self.document is None:
+            return
+        self._set_thread(None)
+        self.thread_view.show_turns([])
+        self.answer_view.reset()
+        self.history_list.clearSelection()
+        self.question_edit.setFocus()
+        self.refresh_budget()
 
     # --- quote checks -------------------------------------------------------------------
 
@@ -524,6 +711,8 @@ class AskPanel(QWidget):
             self.server_start_requested.emit()
         elif action == "settings":
             self.settings_requested.emit()
+        elif action == "new-thread":
+            self.new_thread()
 
     # --- copy and export ----------------------------------------------------------------
 
@@ -581,6 +770,12 @@ class AskPanel(QWidget):
 
     def shutdown(self, timeout_ms: int = 10_000) -> None:
         """Stop a running answer and wait until the core has stored it (window closing)."""
+        # No count may start or draw into the closed window (the debounce timer included).
+        self._closed = True
+        self._budget_timer.stop()
+        if self._budget_task is not None:
+            self._budget_task.detach()
+            self._budget_dirty = False
         if self.busy and self._task is not None:
             self._task.cancel()
             self._task.detach()

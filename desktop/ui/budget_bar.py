@@ -98,13 +98,24 @@ class BudgetBar(QWidget):
                 (reserve / context, reserve_color),
             ]
             free = b.context_length - b.prompt_tokens - reserve
+            turns = f"earlier turns {view.thread_tokens:,} + " if view.thread_tokens else ""
             text = (
-                f"Document {doc:,} + instructions and question {rest:,} + answer reserve "
+                f"Document {doc:,} + {turns}instructions and question "
+                f"{rest - view.thread_tokens:,} + answer reserve "
                 f"{reserve:,} = {b.prompt_tokens + reserve:,} of {b.context_length:,} tokens"
                 f" ({free:,} free)."
             )
             if b.warnings:
                 text += " " + " ".join(b.warnings)
+        elif view.thread_tokens and b.prompt_tokens - view.thread_tokens <= b.prompt_limit:
+            # Only the conversation is too long: a page range would not help, a new thread does.
+            self.bar.segments = [(1.0, OVER_COLOR)]
+            text = (
+                f"This thread no longer fits: with its earlier turns ({view.thread_tokens:,} "
+                f"tokens) the prompt needs {b.prompt_tokens:,} tokens, but the context of "
+                f"{b.context_length:,} leaves {b.prompt_limit:,} after the minimum answer "
+                "reserve. Start a new thread (Ctrl+N)."
+            )
         else:
             self.bar.segments = [(1.0, OVER_COLOR)]
             scope = view.pages.describe(view.page_count)

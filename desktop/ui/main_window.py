@@ -170,6 +170,8 @@ class MainWindow(QMainWindow):
         self.stop_action = self._action("&Stop", "Esc", self.ask_panel.stop)
         ask_menu.addAction(self.ask_action)
         ask_menu.addAction(self.stop_action)
+        self.new_thread_action = self._action("&New thread", "Ctrl+N", self.ask_panel.new_thread)
+        ask_menu.addAction(self.new_thread_action)
         ask_menu.addAction(self._action("&Copy answer", "Ctrl+Shift+C", self.ask_panel.copy_answer))
         ask_menu.addAction(self._action("Ask a&gain", "Ctrl+R", self._on_ask_again_triggered))
         ask_menu.addAction(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import statistics
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from desktop.answering import prefill
@@ -28,6 +29,7 @@ class BudgetView:
     document_tokens: int
     pages: PageRange
     page_count: int
+    thread_tokens: int = 0  # a thread's earlier turns, part of the prompt
 
 
 class Session:
@@ -71,19 +73,29 @@ class Session:
         return info.max_model_len
 
     def budget(
-        self, doc: Document, pages: PageRange | None, question: str, thinking: bool
+        self,
+        doc: Document,
+        pages: PageRange | None,
+        question: str,
+        thinking: bool,
+        history: Sequence[dict[str, str]] = (),
     ) -> BudgetView:
-        """The exact prompt size against the server's context (network + tokenizing)."""
+        """The exact prompt size against the server's context (network + tokenizing).
+
+        ``history``: a thread's earlier turns, part of the prompt after the document."""
         context = self.context_length()
         selected = pages or PageRange(1, max(len(doc.pages), 1))
-        prompt = count_prompt_tokens(doc, selected, question or "?", thinking)
+        prompt = count_prompt_tokens(doc, selected, question or "?", thinking, history)
         budget = plan_budget(prompt, context, self.settings.answer_reserve)
         # Instructions and question are what the whole-document prompt has beyond the
         # document; the same overhead applies to a range (prefix counts are cached).
         full = PageRange(1, max(len(doc.pages), 1))
-        overhead = count_prompt_tokens(doc, full, question or "?", thinking) - doc.tokens
+        overhead = count_prompt_tokens(doc, full, question or "?", thinking, history) - doc.tokens
         doc_tokens = max(0, min(prompt - overhead, prompt))
-        return BudgetView(budget, doc_tokens, selected, len(doc.pages))
+        thread = 0
+        if history:
+            thread = prompt - count_prompt_tokens(doc, selected, question or "?", thinking)
+        return BudgetView(budget, doc_tokens, selected, len(doc.pages), thread)
 
     # --- prefill throughput, for the waiting estimate ----------------------------------
 

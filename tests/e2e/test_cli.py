@@ -153,6 +153,7 @@ def test_ask_streams_then_answers_from_cache(sglang: FakeSGLang, home: Path) -> 
         "usage",
         "timings",
         "citations",
+        "thread_id",
     }
     # The server's answer: "See [p. 1] and [p. 4]. It opens with "<8 words>" [p. 1]."
     assert [c["status"] for c in data["citations"]] == ["unquoted", "unquoted", "verified"]

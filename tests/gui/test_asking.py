@@ -132,6 +132,8 @@ def test_a_repeated_question_comes_from_the_cache_at_once(
     first = ask(window, qtbot, "What is on page 2?")
     assert isinstance(first, StoredAnswer)
     sent = chat_requests(sglang)
+    # In a new thread: after the first answer, the same words would be a follow-up.
+    qtbot.mouseClick(window.ask_panel.new_thread_button, Qt.MouseButton.LeftButton)
     started = time.monotonic()
     second = ask(window, qtbot, "what is on  page 2?")
     assert time.monotonic() - started < 2.0

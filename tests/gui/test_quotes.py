@@ -88,9 +88,10 @@ def test_quotes_are_checked_and_a_misplaced_one_links_to_its_page(
     qtbot.waitUntil(lambda: window.doc_view.current_page() == 6)
     assert window.doc_view.page_edit.text() == "3"
 
-    # The same question again comes from the cache, checked the same way.
+    # The same question again (in a new thread) comes from the cache, checked the same way.
     view.show_quote_checks(None, [])
     assert not view.quotes_label.isVisible()
+    window.ask_panel.new_thread()
     again = ask(window, qtbot, QUESTION)
     assert isinstance(again, StoredAnswer) and again.id == result.id
     assert view.figures_label.text().startswith("From cache")

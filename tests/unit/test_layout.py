@@ -294,3 +294,23 @@ def test_document_model_round_trips_counts(tmp_path: Path) -> None:
         assert not counts_current(loaded)
     finally:
         store.close()
+
+
+def test_follow_up_continues_the_first_prompt_with_its_range_note() -> None:
+    from desktop.answering.prompt import count_prompt_tokens
+
+    doc = make_document([(str(i), f"Text {i}.") for i in range(1, 11)])
+    pages = PageRange(2, 5)
+    first = rendered(doc, pages, "What is on page 3?")
+    history = [
+        {"role": "user", "content": "What is on page 3?"},
+        {"role": "assistant", "content": "Text 3 [p. 3]."},
+    ]
+    follow = render_chat(build_messages(doc, pages, "And page 4?", history), True)
+    # The follow-up repeats the first prompt through the first question's turn, note and all.
+    through_question = first[: first.rindex("<|im_start|>assistant")]
+    assert follow.startswith(through_question)
+    assert follow.count("(Only pages 2-5") == 1
+    assert count_prompt_tokens(doc, pages, "And page 4?", True, history) == len(
+        tokens.encode_with_special(follow)
+    )

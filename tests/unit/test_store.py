@@ -36,9 +36,10 @@ def test_document_round_trip(tmp_path: Path) -> None:
 def test_wal_mode_and_migrations_recorded(tmp_path: Path) -> None:
     store = Store(tmp_path / "db.sqlite")
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    names = [m.name for m in MIGRATIONS.applied(store.db)]
-    assert names[0] == "m001_documents_and_answers"
-    assert {"m_page_token_counts", "m_endpoint_models"} <= set(names)
+    applied = [m.name for m in MIGRATIONS.applied(store.db)]
+    assert applied[0] == "m001_documents_and_answers"
+    assert applied == [m.name for m in MIGRATIONS._migrations]  # every one, in order
+    assert {"m_page_token_counts", "m_endpoint_models"} <= set(applied)
     store.close()
     # Opening again applies nothing twice.
     again = Store(tmp_path / "db.sqlite")
