@@ -13,6 +13,7 @@ test: $(VENV)/.test-installed lint typecheck pytest
 lint: $(VENV)/.test-installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck: $(VENV)/.test-installed
 	$(BIN)/mypy
@@ -21,6 +22,7 @@ pytest: $(VENV)/.test-installed
 	QT_QPA_PLATFORM=offscreen LONGDOC_REQUIRE_CONTAINERS=1 $(BIN)/pytest
 
 bench: $(VENV)/.test-installed
+	$(BIN)/python bench/bench_startup.py
 	$(BIN)/python bench/bench_ingest.py
 	$(BIN)/python bench/bench_tokens.py
 	$(BIN)/python bench/bench_warm.py

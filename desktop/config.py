@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tomllib
+import stat
+import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-
-from desktop.errors import ConfigError, StorageError
+from desktop.errors import ConfigError, StorageError, display_path
 
 CONFIG_NAME = "longdoc.toml"
 DB_NAME = "longdoc.db"
@@ -22,20 +21,69 @@ SETTINGS_VERSION = 1
 
 DEFAULT_ANSWER_RESERVE = 16_384
 MIN_ANSWER_RESERVE = 2_048
+# The largest token count any setting or flag may name: above every context Qwen3.5
+# supports (1M with YaRN), far below what SQLite's integers or the server could overflow on.
+MAX_TOKENS = 1_048_576
+MAX_PREFILL_RATE = 10_000_000
 
 
 def data_dir() -> Path:
-    """The one directory holding all state: ``$LONGDOC_HOME`` or the platform's data dir."""
+    """The one directory holding all state: ``$LONGDOC_HOME`` or the platform's data dir.
+
+    Created owner-only (0700); one that other users can read is made private on the spot,
+    with one notice on stderr (documents and answers are confidential).
+    """
     home = os.environ.get("LONGDOC_HOME")
-    path = Path(home).expanduser() if home else Path(platformdirs.user_data_dir("longdoc", False))
+    if home:
+        path = Path(home).expanduser()
+    else:
+        import platformdirs
+
+        path = Path(platformdirs.user_data_dir("longdoc", False))
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_private(path)
     except OSError as exc:
         raise StorageError(
-            f"{path}: cannot create the data directory ({exc.strerror}); "
-            "set LONGDOC_HOME to a writable folder"
+            f"{display_path(path)}: cannot create the data directory "
+            f"({exc.strerror or exc}); set LONGDOC_HOME to a writable folder"
         ) from exc
     return path
+
+
+# What Longdoc keeps in the data directory; only these are tightened, so a LONGDOC_HOME
+# shared with other files (even $HOME) loses nothing but the other users' access to ours.
+_OWN_DIRS = ("server", "profiles")
+_OWN_FILE_PREFIXES = ("longdoc.", "ui.ini")
+
+
+def make_private(path: Path) -> bool:
+    """Make a data directory that others can read owner-only, with Longdoc's files in it.
+
+    Returns True (after printing the one notice) when something had to change. Files and
+    folders of other owners are left alone: chmod would fail on them anyway.
+    """
+    info = path.stat()
+    if not info.st_mode & 0o077 or info.st_uid != os.getuid():
+        return False
+    os.chmod(path, 0o700)
+    entries = [path / name for name in os.listdir(path) if name.startswith(_OWN_FILE_PREFIXES)]
+    for name in _OWN_DIRS:
+        if (path / name).is_dir() and not (path / name).is_symlink():
+            entries.append(path / name)
+            for root, dirs, files in os.walk(path / name):
+                entries += [Path(root, n) for n in dirs + files]
+    for entry in entries:
+        st = os.lstat(entry)
+        if stat.S_ISLNK(st.st_mode) or st.st_uid != info.st_uid or not st.st_mode & 0o077:
+            continue
+        os.chmod(entry, stat.S_IMODE(st.st_mode) & 0o700)
+    print(
+        f"Notice: {display_path(path)} could be read by other users; made it and Longdoc's "
+        "files in it private (owner-only).",
+        file=sys.stderr,
+    )
+    return True
 
 
 def db_path() -> Path:
@@ -66,15 +114,22 @@ class Settings:
 
     def validate(self) -> None:
         """Raise ConfigError naming the first bad value."""
-        if self.endpoint and not self.endpoint.startswith(("http://", "https://")):
-            raise ConfigError(f"endpoint {self.endpoint!r} must start with http:// or https://")
+        if self.endpoint:
+            check_endpoint(self.endpoint)
         if self.answer_reserve < MIN_ANSWER_RESERVE:
             raise ConfigError(
                 f"answer_reserve must be at least {MIN_ANSWER_RESERVE:,} tokens, "
                 f"not {self.answer_reserve:,}"
             )
-        if self.min_prefill_rate <= 0:
-            raise ConfigError("min_prefill_rate must be a positive number of tokens per second")
+        if self.answer_reserve > MAX_TOKENS:
+            raise ConfigError(
+                f"answer_reserve must be at most {MAX_TOKENS:,} tokens, not {self.answer_reserve:,}"
+            )
+        if not 0 < self.min_prefill_rate <= MAX_PREFILL_RATE:
+            raise ConfigError(
+                "min_prefill_rate must be a positive number of tokens per second, at most "
+                f"{MAX_PREFILL_RATE:,}, not {self.min_prefill_rate:,}"
+            )
         if self.container_runtime not in ("", "docker", "podman"):
             raise ConfigError(
                 f"container_runtime must be docker or podman, not {self.container_runtime!r}"
@@ -89,6 +144,22 @@ class Settings:
         for f in fields(self):
             lines.append(f"{f.name} = {_toml_value(getattr(self, f.name))}")
         return "\n".join(lines) + "\n"
+
+
+def check_endpoint(url: str) -> None:
+    """Raise ConfigError unless ``url`` is an http(s) URL with a host (and a valid port)."""
+    from urllib.parse import urlsplit
+
+    example = "e.g. http://127.0.0.1:30000"
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(f"endpoint {url!r} must start with http:// or https:// ({example})")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - parsing the port is what raises for a bad one
+    except ValueError as exc:
+        raise ConfigError(f"endpoint {url!r} is not a valid URL ({exc}); {example}") from None
+    if not parts.hostname:
+        raise ConfigError(f"endpoint {url!r} names no host; {example}")
 
 
 _ENV = {"endpoint": "LONGDOC_ENDPOINT", "model": "LONGDOC_MODEL", "api_key": "LONGDOC_API_KEY"}
@@ -110,7 +181,9 @@ def _coerce(name: str, kind: type, value: Any) -> Any:
         return value
     if kind is str and isinstance(value, str):
         return value
-    raise ConfigError(f"{config_path()}: {name} must be a {kind.__name__}, not {value!r}")
+    raise ConfigError(
+        f"{display_path(config_path())}: {name} must be a {kind.__name__}, not {value!r}"
+    )
 
 
 def load_settings(path: Path | None = None, *, env: bool = True) -> Settings:
@@ -128,15 +201,18 @@ def load_settings(path: Path | None = None, *, env: bool = True) -> Settings:
         "container_runtime": str,
         "keep_server_running": bool,
     }
-    if path.exists():
+    text = _read_config(path)
+    if text is not None:
+        import tomllib
+
         try:
-            raw = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
+            raw = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{display_path(path)}: not valid TOML ({exc})") from exc
         raw.pop("version", None)
         for key, value in raw.items():
             if key not in types:
-                raise ConfigError(f"{path}: unknown setting {key!r}")
+                raise ConfigError(f"{display_path(path)}: unknown setting {key!r}")
             setattr(settings, key, _coerce(key, types[key], value))
     if env:
         for key, var in _ENV.items():
@@ -144,6 +220,30 @@ def load_settings(path: Path | None = None, *, env: bool = True) -> Settings:
                 setattr(settings, key, os.environ[var])
     settings.validate()
     return settings
+
+
+def _read_config(path: Path) -> str | None:
+    """The settings file's text, None when there is none, or ConfigError saying what is wrong."""
+    shown = display_path(path)
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"{shown}: cannot read the settings ({exc.strerror or exc})") from exc
+    if stat.S_ISDIR(info.st_mode):
+        raise ConfigError(f"{shown}: is a folder, not a settings file; remove or rename it")
+    if not stat.S_ISREG(info.st_mode):
+        raise ConfigError(f"{shown}: is not a regular file; replace it with a TOML file")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{shown}: not valid TOML (not UTF-8 text)") from exc
+    except OSError as exc:
+        raise ConfigError(
+            f"{shown}: cannot read the settings ({exc.strerror or exc}); "
+            "make it readable (chmod 600) or remove it"
+        ) from exc
 
 
 def save_settings(settings: Settings, path: Path | None = None) -> Path:

@@ -250,7 +250,8 @@ def check_database(db_path: Path) -> Check:
         name,
         "problem",
         f"{db_path} is damaged ({result}).",
-        "Move it aside and start fresh: `longdoc db reset` keeps the damaged file for recovery.",
+        "Move it aside and start fresh with `longdoc reset-db` (the damaged file is kept "
+        "for recovery).",
     )
 
 

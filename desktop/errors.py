@@ -7,16 +7,131 @@ at the boundary where they occur so nothing above needs to know about them.
 
 from __future__ import annotations
 
+import os
+import textwrap
+from collections.abc import Iterable
 from pathlib import Path
+from typing import NamedTuple
 
-# Exit codes, documented in `longdoc --help` and the README.
+# --- the exit-code table ------------------------------------------------------------------
+# The ONE list of exit codes: `longdoc --help` and every command's help are rendered from
+# it, and tests/e2e/test_cli.py checks the README's table against it row by row.
+
 EXIT_OK = 0
+EXIT_STORAGE = 1
 EXIT_USAGE = 2
 EXIT_DOCUMENT = 3
 EXIT_SERVER_UNAVAILABLE = 4
 EXIT_REQUEST_FAILED = 5
 EXIT_BATCH_FAILED = 6
+EXIT_DOCTOR_PROBLEMS = 7
 EXIT_INTERRUPTED = 130
+
+
+class ExitCode(NamedTuple):
+    """One row of the exit-code table."""
+
+    code: int
+    meaning: str
+
+
+EXIT_CODES: tuple[ExitCode, ...] = (
+    ExitCode(EXIT_OK, "success"),
+    ExitCode(
+        EXIT_STORAGE,
+        "storage problem: the disk is full, the data directory is not writable, "
+        "or the database is damaged",
+    ),
+    ExitCode(EXIT_USAGE, "usage: bad arguments or settings"),
+    ExitCode(
+        EXIT_DOCUMENT,
+        "document problem: unreadable, not a regular file, encrypted, no text, too large "
+        "for the context (or a follow-up thread that no longer fits)",
+    ),
+    ExitCode(EXIT_SERVER_UNAVAILABLE, "server unreachable, still loading, or refusing the API key"),
+    ExitCode(EXIT_REQUEST_FAILED, "server rejected or broke off the request"),
+    ExitCode(
+        EXIT_BATCH_FAILED,
+        "batch (`summarize`, `review`): some documents failed; the report lists each with "
+        "its reason",
+    ),
+    ExitCode(
+        EXIT_DOCTOR_PROBLEMS,
+        "checks found problems: `longdoc doctor` (each with its fix) or "
+        "`longdoc server selftest` (a needle was missed)",
+    ),
+    # The server manager's codes (server_manager/errors.py raises them).
+    ExitCode(10, "server manager: no container runtime (docker or podman)"),
+    ExitCode(11, "server manager: no permission to use the container runtime"),
+    ExitCode(12, "server manager: the profile's image is not present locally"),
+    ExitCode(13, "server manager: the model folder is missing or has no config.json"),
+    ExitCode(14, "server manager: the port is already in use"),
+    ExitCode(15, "server manager: no GPU device nodes (/dev/kfd, /dev/dri)"),
+    ExitCode(16, "server manager: the profile is invalid"),
+    ExitCode(
+        17,
+        "server manager: the server failed (its `run` refused, kept dying, or not ready in time)",
+    ),
+    ExitCode(18, "server manager: no server log yet (`server logs` before any start)"),
+    ExitCode(19, "server manager: a server with another profile is running"),
+    ExitCode(
+        EXIT_INTERRUPTED,
+        "interrupted (a partial answer is kept as incomplete, never served from the cache)",
+    ),
+)
+
+# What every command can return whatever it does: a data directory that cannot be
+# written, a bad flag or setting, Ctrl-C.
+COMMON_EXIT_CODES = (EXIT_OK, EXIT_STORAGE, EXIT_USAGE, EXIT_INTERRUPTED)
+SERVER_MANAGER_EXIT_CODES = tuple(range(10, 20))
+
+
+def exit_codes_help(codes: Iterable[int] | None = None) -> str:
+    """The ``exit codes:`` epilog for a command's help, listing only ``codes`` (all if None)."""
+    wanted = None if codes is None else set(codes)
+    rows = [e for e in EXIT_CODES if wanted is None or e.code in wanted]
+    unknown = (wanted or set()) - {e.code for e in EXIT_CODES}
+    if unknown:
+        raise ValueError(f"exit codes {sorted(unknown)} are not in desktop.errors.EXIT_CODES")
+    lines = ["exit codes:"]
+    for e in rows:
+        lines += textwrap.wrap(
+            e.meaning, 79, initial_indent=f"  {e.code:<5}", subsequent_indent=" " * 7
+        )
+    return "\n".join(lines) + "\n"
+
+
+# --- words for the user --------------------------------------------------------------------
+
+
+def display_path(path: Path | str) -> str:
+    """A path as one printable line: undecodable bytes as ``\\xNN``, control characters escaped."""
+    text = os.fsencode(os.fspath(path)).decode("utf-8", "backslashreplace")
+    return one_line(text)
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters escaped, so it stays one line."""
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if ch.isprintable() or ch == " ":
+            out.append(ch)
+        elif ch in "\n\r\t":
+            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}[ch])
+        elif 0xD800 <= ord(ch) <= 0xDFFF:
+            # A lone surrogate: a byte of a file name that was not UTF-8 (surrogateescape).
+            out.append(f"\\x{ord(ch) - 0xDC00:02x}" if ord(ch) >= 0xDC80 else f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch.encode("unicode_escape").decode("ascii"))
+    return "".join(out)
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """``1 page``, ``2 pages``, ``1,200 pages``."""
+    word = noun if count == 1 else (nouns or noun + "s")
+    return f"{count:,} {word}"
 
 
 class LongdocError(Exception):
@@ -54,7 +169,8 @@ class DocumentError(LongdocError):
         self.path = Path(path)
         self.reason = reason
         self.page = page
-        where = f"{self.path}" if page is None else f"{self.path}, page {page}"
+        shown = display_path(self.path)
+        where = shown if page is None else f"{shown}, page {page}"
         super().__init__(f"{where}: {reason}")
 
 
@@ -98,7 +214,19 @@ def suggest_page_end(pages: int, needed: int, available: int) -> int:
 class StorageError(LongdocError):
     """The data directory or database cannot be written (disk full, permissions)."""
 
-    exit_code = 1
+    exit_code = EXIT_STORAGE
+
+
+class DatabaseDamaged(StorageError):
+    """SQLite says the database file is not a database or has damaged pages."""
+
+    def __init__(self, path: Path | str, detail: str) -> None:
+        self.path = Path(path)
+        super().__init__(
+            f"{display_path(path)}: the database is damaged ({detail}); run "
+            "`longdoc reset-db` to move it aside (it is kept for recovery) and start a "
+            "fresh one"
+        )
 
 
 # --- server ------------------------------------------------------------------------------

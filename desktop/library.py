@@ -1,17 +1,17 @@
-"""Open documents through the store: a file seen before (or a copy) is not extracted again."""
+"""Open documents through the store: a file seen before (or a copy) is not extracted again.
+
+Paths follow one rule everywhere: messages and outputs show a path as the user gave it,
+and the store keeps it absolute but not symlink-resolved (``storable_path``), so a folder
+reached through a symlink reads the same in every message, report and library row.
+"""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
-from desktop.documents import SUPPORTED_SUFFIXES, extract, sha256_file
-from desktop.documents.ingest import EXTRACTOR_VERSION
+from desktop.documents.ingest import EXTRACTOR_VERSION, extract, sha256_file, storable_path
 from desktop.documents.model import Document
-from desktop.errors import DocumentUnreadable
 from desktop.store.db import Store
-
-log = logging.getLogger("longdoc.library")
 
 
 def is_current(doc: Document) -> bool:
@@ -20,22 +20,21 @@ def is_current(doc: Document) -> bool:
 
 
 def open_document(path: Path, store: Store) -> tuple[Document, bool]:
-    """The document at ``path`` and whether it came from the store (no re-extraction)."""
+    """The document at ``path`` and whether it came from the store (no re-extraction).
+
+    Anything but a readable regular file (a folder, a FIFO, a device) is refused before a
+    byte is read; errors name ``path`` as given.
+    """
     path = Path(path).expanduser()
-    try:
-        resolved = path.resolve(strict=True)
-    except OSError:
-        raise DocumentUnreadable(path, "no such file") from None
-    if resolved.is_dir():
-        raise DocumentUnreadable(path, "is a folder, not a document")
-    sha = sha256_file(resolved)
+    sha = sha256_file(path)
     stored = store.load_document(sha)
     if stored is not None and is_current(stored):
-        if stored.path != str(resolved):
-            stored.path = str(resolved)
-        store.touch_document(sha, str(resolved))
+        where = storable_path(path)
+        if stored.path != where:
+            stored.path = where
+        store.touch_document(sha, where)
         return stored, True
-    doc = extract(resolved, sha256=sha)
+    doc = extract(path, sha256=sha)
     store.save_document(doc)
     return doc, False
 
@@ -45,6 +44,8 @@ def expand_paths(paths: list[Path]) -> list[Path]:
     result: list[Path] = []
     for path in paths:
         if path.is_dir():
+            from desktop.documents.ingest import SUPPORTED_SUFFIXES
+
             result.extend(
                 sorted(
                     p

@@ -386,23 +386,23 @@ def _speeds(result: LengthResult, usage: Usage | None, finished: Finished | None
 
 def run_for_settings(
     settings: Any,
+    endpoint: Any,
     data_dir: Path,
     lengths: Sequence[int],
     *,
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
 ) -> SelftestReport:
-    """The selftest against the configured (or managed) server, as the CLI and app run it.
+    """The selftest against ``endpoint`` (an ``Endpoint``), as the CLI and the app run it.
 
     Haystack answers go to a scratch store, never into the user's library or answer cache;
     the report is saved with the earlier runs.
     """
     import tempfile
 
-    from desktop.answering.service import Answerer, resolve_endpoint
+    from desktop.answering.service import Answerer
     from desktop.store.db import Store
 
-    endpoint = resolve_endpoint(settings)
     with tempfile.TemporaryDirectory(prefix="longdoc-selftest-") as scratch:
         store = Store(Path(scratch) / "selftest.db")
         answerer = Answerer(store, endpoint, settings)

@@ -4,8 +4,44 @@
 #   test: additionally podman + runc (server-manager tests against a real container
 #         runtime), Xvfb (screenshots on a virtual screen), desktop-file-utils and
 #         appstream (validating the desktop entry and metainfo)
+#   wait-lock: only wait until no other apt/dpkg holds the package lock (used by tests)
 set -euo pipefail
 what="${1:-run}"
+
+# dpkg's lock files; LONGDOC_DPKG_LOCKS replaces them in tests.
+read -r -a dpkg_locks <<< "${LONGDOC_DPKG_LOCKS:-/var/lib/dpkg/lock-frontend /var/lib/dpkg/lock}"
+
+# The pid of a process holding one of the locks (apt takes fcntl locks, listed with the
+# file's inode in /proc/locks: readable without root, unlike the lock files themselves).
+lock_holder() {
+    local lock inode
+    for lock in "${dpkg_locks[@]}"; do
+        [ -e "$lock" ] || continue
+        inode=$(stat -c %i "$lock")
+        awk -v inode="$inode" '$2 != "->" { n = split($6, id, ":"); if (id[n] == inode) { print $5; exit } }' /proc/locks
+    done | head -n 1
+}
+
+# Another apt (unattended-upgrades on a fresh machine, a second terminal) must finish
+# first: say so and wait, instead of failing at once with "Could not get lock".
+wait_for_dpkg_lock() {
+    local pid said=""
+    [ -r /proc/locks ] || return 0
+    while pid=$(lock_holder) && [ -n "$pid" ]; do
+        if [ -z "$said" ]; then
+            echo "Waiting for another package manager to finish (process $pid:" \
+                 "$(ps -o comm= -p "$pid" 2>/dev/null || echo unknown)); Ctrl-C to stop..." >&2
+            said=1
+        fi
+        sleep 2
+    done
+    [ -z "$said" ] || echo "The package manager is free; going on." >&2
+}
+
+if [ "$what" = wait-lock ]; then
+    wait_for_dpkg_lock
+    exit 0
+fi
 
 packages=(python3-venv libegl1 libgl1 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1
           libdbus-1-3 libglib2.0-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1
@@ -28,6 +64,9 @@ sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
 echo "Installing system packages: ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
+wait_for_dpkg_lock
+# apt itself also waits for the lock (up to 20 min) should another one take it meanwhile.
+apt=($sudo apt-get -o DPkg::Lock::Timeout=1200)
 # The package lists may be stale or empty on a fresh machine; refresh once on failure.
-$sudo apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null \
-  || { $sudo apt-get update -qq && $sudo apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null; }
+"${apt[@]}" install -y --no-install-recommends "${missing[@]}" >/dev/null \
+  || { "${apt[@]}" update -qq && "${apt[@]}" install -y --no-install-recommends "${missing[@]}" >/dev/null; }

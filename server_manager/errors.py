@@ -1,10 +1,19 @@
-"""Server-manager failures, each with one sentence for the user and a distinct exit code."""
+"""Server-manager failures, each with one sentence for the user and a distinct exit code.
+
+``server_manager`` imports nothing from ``desktop``: these errors are its own, and the
+edges (``desktop.cli.server``, the GUI's message helper) turn them into words and codes.
+"""
 
 from __future__ import annotations
 
-from desktop.errors import LongdocError
+from collections.abc import Sequence
 
-# Exit codes of `longdoc server ...`; 10-18 so they never collide with the general ones (0-5).
+# Exit codes of `longdoc server ...`: 10-19, so they never collide with the general ones.
+# 1, 2 and 4 mean what they mean for every longdoc command (desktop/errors.py); they are
+# repeated here because this package may not import desktop (tests/unit checks they agree).
+EXIT_STORAGE = 1
+EXIT_USAGE = 2
+EXIT_SERVER_UNAVAILABLE = 4
 EXIT_NO_CONTAINER_RUNTIME = 10
 EXIT_RUNTIME_PERMISSION = 11
 EXIT_IMAGE_MISSING = 12
@@ -17,10 +26,17 @@ EXIT_NOT_RUNNING = 18
 EXIT_OTHER_SERVER_RUNNING = 19
 
 
-class ServerManagerError(LongdocError):
-    """Base of everything the server manager reports."""
+class ServerManagerError(Exception):
+    """Base of everything the server manager reports: ``str(err)`` is one sentence."""
 
     exit_code = EXIT_SERVER_FAILED
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class NoContainerRuntime(ServerManagerError):
@@ -71,8 +87,12 @@ class ServerFailed(ServerManagerError):
     exit_code = EXIT_SERVER_FAILED
 
 
+class RunRefused(ServerFailed):
+    """The runtime refused to create the container (bad argument, missing image): permanent."""
+
+
 class NotRunning(ServerManagerError):
-    """The command needs a running server and there is none."""
+    """The command needs a server (or its log) and there is none."""
 
     exit_code = EXIT_NOT_RUNNING
 
@@ -81,3 +101,47 @@ class OtherServerRunning(ServerManagerError):
     """A server from another profile is running; it must be stopped before switching."""
 
     exit_code = EXIT_OTHER_SERVER_RUNNING
+
+
+class ExternalUnreachable(ServerManagerError):
+    """The external profile's server does not answer (or refuses its key)."""
+
+    exit_code = EXIT_SERVER_UNAVAILABLE
+
+
+class DataDirUnusable(ServerManagerError):
+    """``<data_dir>/server`` cannot be created or written."""
+
+    exit_code = EXIT_STORAGE
+
+
+class PreflightFailed(ServerManagerError):
+    """Several checks failed at once; the exit code is the most fundamental one's."""
+
+    def __init__(self, problems: Sequence[ServerManagerError]) -> None:
+        self.problems = list(problems)
+        self.exit_code = self.problems[0].exit_code
+        # One line (the CLI prints one `Error:` line), every problem numbered in it.
+        text = " ".join(f"({n}) {p.message}" for n, p in enumerate(self.problems, 1))
+        super().__init__(f"{len(self.problems)} problems prevent the start: {text}")
+
+
+def preflight_error(problems: Sequence[ServerManagerError]) -> ServerManagerError:
+    """The one error to raise for these problems (the problem itself when there is one)."""
+    return problems[0] if len(problems) == 1 else PreflightFailed(problems)
+
+
+# A failure recorded in state.json by the supervisor keeps its type through its exit code.
+ERRORS_BY_CODE: dict[int, type[ServerManagerError]] = {
+    cls.exit_code: cls
+    for cls in (
+        NoContainerRuntime,
+        RuntimePermission,
+        ImageMissing,
+        ModelDirMissing,
+        PortInUse,
+        NoGpuDevices,
+        ProfileInvalid,
+        ServerFailed,
+    )
+}

@@ -7,11 +7,24 @@ import logging.handlers
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 MAX_BYTES = 5 * 1024 * 1024
 BACKUP_COUNT = 3
+REDACTED = "[redacted]"
+
+
+def redactor(*secrets: str) -> Callable[[str], str]:
+    """A function that blanks every occurrence of the secrets in a line."""
+    words = [s for s in secrets if s]
+
+    def redact(line: str) -> str:
+        for word in words:
+            line = line.replace(word, REDACTED)
+        return line
+
+    return redact
 
 
 class ServerLog:
@@ -46,9 +59,23 @@ def log_files(path: Path, backups: int = BACKUP_COUNT) -> list[Path]:
 
 
 def read_lines(
-    path: Path, follow: bool = False, stop: threading.Event | None = None, poll_s: float = 0.2
+    path: Path,
+    follow: bool = False,
+    stop: threading.Event | None = None,
+    poll_s: float = 0.2,
+    secrets: tuple[str, ...] = (),
 ) -> Iterator[str]:
-    """Every stored line, oldest first; with ``follow``, then new lines as they arrive."""
+    """Every stored line, oldest first; with ``follow``, then new lines as they arrive.
+
+    ``secrets`` are blanked in every line (logs written by an older Longdoc may hold them).
+    """
+    redact = redactor(*secrets)
+    return (redact(line) for line in _read_lines(path, follow, stop, poll_s))
+
+
+def _read_lines(
+    path: Path, follow: bool, stop: threading.Event | None, poll_s: float
+) -> Iterator[str]:
     files = log_files(path)
     for old in files[:-1]:
         with old.open(encoding="utf-8", errors="replace") as fh:

@@ -9,21 +9,20 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
-from desktop.config import CONFIG_NAME, Settings, load_settings
-from desktop.errors import AuthenticationFailed, ConfigError, ServerUnreachable
-from desktop.processes import pid_alive
 from server_manager import probe
 from server_manager.errors import (
+    ERRORS_BY_CODE,
+    ExternalUnreachable,
     NoContainerRuntime,
+    NotRunning,
     OtherServerRunning,
     ServerFailed,
     ServerManagerError,
@@ -31,7 +30,13 @@ from server_manager.errors import (
 from server_manager.gpu import GpuInfo, count_gpus, gpu_report
 from server_manager.logs import read_lines
 from server_manager.preflight import run_checks
-from server_manager.profiles import LABEL_HOME, LABEL_PROFILE, Profile, load_profile
+from server_manager.profiles import (
+    DEFAULT_PROFILE,
+    LABEL_HOME,
+    LABEL_PROFILE,
+    Profile,
+    load_profile,
+)
 from server_manager.progress import STAGE_BY_KEY, Stage
 from server_manager.runtime import Runtime, detect_runtime
 from server_manager.state import (
@@ -44,14 +49,35 @@ from server_manager.state import (
     read_state,
     write_state,
 )
-from server_manager.supervisor import spawn, supervisor_alive
+from server_manager.supervisor import spawn, supervisor_running
 
 log = logging.getLogger("longdoc.server")
 
 State = Literal["stopped", "starting", "ready", "busy", "failed"]
 StageCallback = Callable[[Stage], None]
-StatusCallback = Callable[["ServerStatus"], None]
 POLL_S = 0.2
+
+
+class ManagerSettings(Protocol):
+    """What the manager reads from the app's settings (``desktop.config.Settings`` fits)."""
+
+    @property
+    def profile(self) -> str:
+        """The profile name."""
+        ...
+
+    @property
+    def container_runtime(self) -> str:
+        """docker, podman, or empty for whichever is installed."""
+        ...
+
+
+@dataclass(frozen=True)
+class ManagerConfig:
+    """Plain settings for callers without the app's (tests, scripts)."""
+
+    profile: str = DEFAULT_PROFILE
+    container_runtime: str = ""
 
 
 @dataclass(frozen=True)
@@ -100,50 +126,12 @@ class ServerStatus:
         }
 
 
-class StatusWatcher:
-    """A plain thread calling back with a fresh status every few seconds until stopped."""
-
-    def __init__(
-        self, manager: ServerManager, on_status: StatusCallback, interval_s: float
-    ) -> None:
-        self._manager = manager
-        self._on_status = on_status
-        self._interval_s = interval_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True, name="longdoc-server-watch")
-
-    def start(self) -> StatusWatcher:
-        """Begin watching; returns self."""
-        self._thread.start()
-        return self
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop after the current look (the callback is not called again)."""
-        self._stop.set()
-        if self._thread is not threading.current_thread():
-            self._thread.join(timeout)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                # A supervisor that died (OOM-killed, say) leaves a running server behind;
-                # adopting it restores restarts and log following.
-                self._manager.adopt()
-                status = self._manager.status()
-            except Exception as exc:  # keep watching: one failed look is not fatal
-                log.warning("status check failed: %s", exc)
-            else:
-                if not self._stop.is_set():
-                    self._on_status(status)
-            self._stop.wait(self._interval_s)
-
-
 class ServerManager:
     """Manages the one Longdoc server of a data directory."""
 
-    def __init__(self, data_dir: Path, settings: Settings | None = None) -> None:
+    def __init__(self, data_dir: Path, settings: ManagerSettings | None = None) -> None:
         self.home = Path(data_dir)
-        self.settings = settings if settings is not None else Settings()
+        self.settings: ManagerSettings = settings if settings is not None else ManagerConfig()
         self.paths = Paths(self.home)
 
     # ----- profiles -----------------------------------------------------------------------
@@ -157,20 +145,23 @@ class ServerManager:
     def start(self, on_stage: StageCallback | None = None, wait: bool = True) -> Connection:
         """Start the server (or adopt the running one); with ``wait``, until it is ready.
 
-        ``on_stage`` is called from this thread with each stage in order. Raises a
-        ServerManagerError subclass naming what is missing, or ServerFailed.
+        ``on_stage`` is called from this thread with each stage reached from now on (an
+        adopted server's earlier progress is not replayed). Raises a ServerManagerError
+        subclass naming what is missing, or ServerFailed.
         """
         profile = self.profile()
         if profile.kind == "external":
             return self._start_external(profile)
         with locked(self.paths):
-            if not self._adopt_locked(read_state(self.paths), profile.name):
+            adopted = self._adopt_locked(read_state(self.paths), profile.name)
+            if not adopted:
                 self._launch_locked(profile)
         if not wait:
             connection = self.connection()
-            assert connection is not None
+            if connection is None:
+                raise ServerFailed(self._failure_text())
             return connection
-        return self.wait_ready(on_stage)
+        return self.wait_ready(on_stage, replay=not adopted)
 
     def _launch_locked(self, profile: Profile) -> None:
         runtime = run_checks(profile, self.settings.container_runtime)
@@ -186,22 +177,24 @@ class ServerManager:
             container=profile.container_name if profile.kind == "container" else "",
         )
         write_state(self.paths, state)
-        pid = spawn(self.paths, profile.name, state.runtime, tp_size)
+        supervisor = spawn(self.paths, profile.name, state.runtime, tp_size)
         # Recorded before the lock is released, so a racing process sees a live supervisor.
-        state.supervisor_pid = pid
+        state.supervisor_pid, state.supervisor = supervisor.pid, supervisor.to_json()
         write_state(self.paths, state)
-        log.info("started supervisor %d for profile %s", pid, profile.name)
+        log.info("started supervisor %d for profile %s", supervisor.pid, profile.name)
 
     def _start_external(self, profile: Profile) -> Connection:
         connection = Connection(profile.endpoint, profile.api_key, profile.model_name)
         reply = probe.get(f"{connection.url}/v1/models", connection.api_key)
         if reply.status == 0:
-            raise ServerUnreachable(
-                f"Nothing answers at {connection.url} (profile {profile.name})."
+            raise ExternalUnreachable(
+                f"Nothing answers at {connection.url} (profile {profile.name}); check url in "
+                f"{profile.user_file}."
             )
         if reply.status in (401, 403):
-            raise AuthenticationFailed(
-                f"The server at {connection.url} refused the API key of profile {profile.name}."
+            raise ExternalUnreachable(
+                f"The server at {connection.url} refused the API key of profile "
+                f"{profile.name}; set api_key in {profile.user_file}."
             )
         with locked(self.paths):
             write_state(
@@ -219,34 +212,49 @@ class ServerManager:
         return connection
 
     def wait_ready(
-        self, on_stage: StageCallback | None = None, timeout_s: float | None = None
+        self,
+        on_stage: StageCallback | None = None,
+        timeout_s: float | None = None,
+        replay: bool = True,
     ) -> Connection:
-        """Block until the managed server is ready, reporting stages; raise if it fails."""
-        seen = 0
+        """Block until the managed server is ready, reporting stages; raise if it fails.
+
+        Each run of the server (a restart is a new run) reports its own stages once; with
+        ``replay`` false, stages reached before this call are skipped.
+        """
+        state = read_state(self.paths)
+        run = state.restarts if state is not None else 0
+        seen = len(state.stages) if state is not None and not replay else 0
         deadline = time.monotonic() + (timeout_s if timeout_s is not None else 7 * 24 * 3600)
         while True:
             state = read_state(self.paths)
             if state is None:
                 raise ServerFailed("The server was stopped before it became ready.")
+            if state.restarts != run:
+                run, seen = state.restarts, 0
             for key in state.stages[seen:]:
                 if on_stage is not None and key in STAGE_BY_KEY:
                     on_stage(STAGE_BY_KEY[key])
-            seen = len(state.stages)
+            seen = max(seen, len(state.stages))
             if state.state == "ready":
                 return Connection(state.endpoint, read_api_key(self.paths), state.model)
             if state.state == "failed":
-                raise ServerFailed(state.error or "The server failed to start.")
-            if not supervisor_alive(state.supervisor_pid):
+                raise _failure(state)
+            if not supervisor_running(state):
                 # It may have written "failed" just before exiting.
                 state = read_state(self.paths)
                 if state is not None and state.state == "failed":
-                    raise ServerFailed(state.error or "The server failed to start.")
+                    raise _failure(state)
                 raise ServerFailed(
                     f"The server supervisor exited unexpectedly; see {self.paths.supervisor_log}."
                 )
             if time.monotonic() > deadline:
                 raise ServerFailed("The server did not become ready in time.")
             time.sleep(POLL_S)
+
+    def _failure_text(self) -> str:
+        state = read_state(self.paths)
+        return (state.error if state is not None else "") or "The server failed to start."
 
     # ----- adopt --------------------------------------------------------------------------
 
@@ -260,7 +268,7 @@ class ServerManager:
         if state is not None and state.kind == "external":
             clear_state(self.paths)
             return False
-        if state is not None and state.state != "failed" and supervisor_alive(state.supervisor_pid):
+        if state is not None and state.state != "failed" and supervisor_running(state):
             if wanted is not None and state.profile != wanted:
                 raise OtherServerRunning(
                     f"A Longdoc server with profile {state.profile!r} is already running; "
@@ -268,11 +276,17 @@ class ServerManager:
                 )
             return True
         if state is not None and state.kind == "native":
-            # Its output pipe went with the dead supervisor, so it cannot be followed:
-            # end it and start afresh rather than run blind.
-            if pid_alive(state.pid):
-                log.warning("ending unsupervised native server %d", state.pid)
-                _kill_group(state.pid, 10.0)
+            # Its output pipe went with the dead supervisor, so it can be neither followed
+            # nor restarted: end it (if it is still the very process recorded) and start
+            # afresh rather than run blind. `status` says so beforehand.
+            engine = state.process_identity
+            if engine is not None and engine.alive():
+                log.warning(
+                    "stopping the native server (pid %d) that runs without its supervisor; "
+                    "a fresh one is started",
+                    engine.pid,
+                )
+                engine.terminate(self._grace(state), group=True)
             clear_state(self.paths)
             return False
         runtime = self._runtime_for(state)
@@ -316,10 +330,12 @@ class ServerManager:
             restarts=state.restarts if state else 0,
         )
         write_state(self.paths, new_state)
-        pid = spawn(self.paths, profile.name, runtime.executable, profile.tp_size or 1, adopt=True)
-        new_state.supervisor_pid = pid
+        supervisor = spawn(
+            self.paths, profile.name, runtime.executable, profile.tp_size or 1, adopt=True
+        )
+        new_state.supervisor_pid, new_state.supervisor = supervisor.pid, supervisor.to_json()
         write_state(self.paths, new_state)
-        log.info("adopted container %s (supervisor %d)", name, pid)
+        log.info("adopted container %s (supervisor %d)", name, supervisor.pid)
         return True
 
     def _runtime_for(self, state: ServerState | None) -> Runtime | None:
@@ -340,23 +356,25 @@ class ServerManager:
     # ----- stop ---------------------------------------------------------------------------
 
     def stop(self) -> bool:
-        """Stop gracefully (forcefully after the grace period); True if something ran."""
+        """Stop gracefully (forcefully after the grace period); True if something ran.
+
+        Only processes proven to be the recorded ones are signalled (pid, start time and
+        command line), and only containers labelled with this data directory are removed.
+        """
         with locked(self.paths):
             state = read_state(self.paths)
             stopped = False
-            grace = 30.0
-            with contextlib.suppress(ServerManagerError):
-                grace = self.profile(state.profile if state else None).grace_period_s
-            if state is not None and supervisor_alive(state.supervisor_pid):
+            grace = self._grace(state)
+            supervisor = state.supervisor_identity if state is not None else None
+            if supervisor is not None and supervisor.alive():
                 stopped = True
-                os.kill(state.supervisor_pid, signal.SIGTERM)
-                if not _wait_gone(state.supervisor_pid, grace + 60):
-                    log.warning("supervisor %d did not stop; killing it", state.supervisor_pid)
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(state.supervisor_pid, signal.SIGKILL)
-            if state is not None and state.kind == "native" and pid_alive(state.pid):
+                supervisor.signal(signal.SIGTERM)
+                if not supervisor.wait_gone(grace + 60):
+                    log.warning("supervisor %d did not stop; killing it", supervisor.pid)
+                    supervisor.signal(signal.SIGKILL)
+            engine = state.process_identity if state is not None else None
+            if engine is not None and engine.terminate(grace, group=True):
                 stopped = True
-                _kill_group(state.pid, grace)
             runtime = self._runtime_for(state)
             names: list[str] = []
             if runtime is not None:
@@ -371,6 +389,11 @@ class ServerManager:
                     runtime.remove(name)
             clear_state(self.paths)
             return stopped
+
+    def _grace(self, state: ServerState | None) -> float:
+        with contextlib.suppress(ServerManagerError):
+            return self.profile(state.profile if state else None).grace_period_s
+        return 30.0
 
     def restart(self, on_stage: StageCallback | None = None, wait: bool = True) -> Connection:
         """Stop, then start with the current settings (e.g. a new profile)."""
@@ -402,12 +425,27 @@ class ServerManager:
         if state.state == "failed":
             status.state = "failed"
             return status
-        if not supervisor_alive(state.supervisor_pid):
+        if not supervisor_running(state):
             if probe.health(state.endpoint) == "unreachable":
                 status.state, status.stage = "stopped", None
                 status.error = "The server is not running (its supervisor ended unexpectedly)."
                 return status
-            status.error = "The server runs unsupervised; `longdoc server start` adopts it."
+            engine = state.process_identity
+            if state.kind == "native" and engine is not None and engine.alive():
+                status.error = (
+                    f"The native server (pid {engine.pid}) runs without its supervisor, so "
+                    f"nothing restarts it and its log has stopped; `longdoc server start` "
+                    f"stops it and starts a fresh one."
+                )
+            elif state.kind == "native":
+                status.error = (
+                    "Something answers at the server's address, but not the server Longdoc "
+                    "started; `longdoc server start` will find the port in use."
+                )
+            else:
+                status.error = (
+                    "The server runs without its supervisor; `longdoc server start` adopts it."
+                )
             self._probe_into(status, read_api_key(self.paths))
             return status
         if state.state == "stopping":
@@ -466,15 +504,26 @@ class ServerManager:
         return connection_for(self.home, self.settings)
 
     def logs(self, follow: bool = False, stop: threading.Event | None = None) -> Iterator[str]:
-        """The server's log lines, oldest first; ``follow`` keeps yielding new ones."""
-        return read_lines(self.paths.log_file, follow=follow, stop=stop)
+        """The server's log lines, oldest first; ``follow`` keeps yielding new ones.
 
-    def watch(self, on_status: StatusCallback, interval_s: float = 2.0) -> StatusWatcher:
-        """Call ``on_status`` from a background thread every ``interval_s``; ``.stop()`` it."""
-        return StatusWatcher(self, on_status, interval_s).start()
+        The API key is blanked in every line. Raises NotRunning when there is no log yet.
+        """
+        if not follow and not self.paths.log_file.exists():
+            raise NotRunning(
+                f"No server log yet in {self.paths.logs}: the server has not been started "
+                f"from this data directory (longdoc server start)."
+            )
+        secrets = (read_api_key(self.paths),)
+        return read_lines(self.paths.log_file, follow=follow, stop=stop, secrets=secrets)
 
 
-def connection_for(data_dir: Path, settings: Settings | None = None) -> Connection | None:
+def _failure(state: ServerState) -> ServerManagerError:
+    """The typed error a failed state stands for (its exit code says which)."""
+    error_type = ERRORS_BY_CODE.get(state.error_code, ServerFailed)
+    return error_type(state.error or "The server failed to start.")
+
+
+def connection_for(data_dir: Path, settings: ManagerSettings) -> Connection | None:
     """The managed server's connection, cheaply (state file and key); None if none runs.
 
     With an ``external`` profile in the settings, its URL and key even without a start.
@@ -486,13 +535,8 @@ def connection_for(data_dir: Path, settings: Settings | None = None) -> Connecti
             with contextlib.suppress(ServerManagerError):
                 profile = load_profile(state.profile, Path(data_dir))
                 return Connection(profile.endpoint, profile.api_key, profile.model_name)
-        elif state.state == "ready" or supervisor_alive(state.supervisor_pid):
+        elif state.state == "ready" or supervisor_running(state):
             return Connection(state.endpoint, read_api_key(paths), state.model)
-    if settings is None:
-        try:
-            settings = load_settings(Path(data_dir) / CONFIG_NAME, env=False)
-        except ConfigError:
-            return None
     try:
         profile = load_profile(settings.profile, Path(data_dir))
     except ServerManagerError:
@@ -500,22 +544,3 @@ def connection_for(data_dir: Path, settings: Settings | None = None) -> Connecti
     if profile.kind == "external":
         return Connection(profile.endpoint, profile.api_key, profile.model_name)
     return None
-
-
-def _wait_gone(pid: int, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while pid_alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(POLL_S)
-    return True
-
-
-def _kill_group(pid: int, grace: float) -> None:
-    """SIGTERM the process group of ``pid``, SIGKILL after ``grace`` seconds."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGTERM)
-    if not _wait_gone(pid, grace):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
-        _wait_gone(pid, 10)

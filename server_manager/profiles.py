@@ -2,14 +2,24 @@
 
 Bundled profiles live in ``resources/profiles``; ``<data_dir>/profiles/NAME.toml`` overrides
 the bundled profile of the same name key by key, or adds a new one (``extends = "sglang-rocm"``
-starts from another profile). Building the ``docker|podman run`` line and the engine's
-arguments is pure: everything here can be tested without a runtime or a GPU.
+starts from another profile). Every key is a field of ``Profile`` (or ``RestartPolicy`` under
+``[restart]``): names, types, choices and defaults are read from the dataclasses, once.
+Building the ``docker|podman run`` line and the engine's arguments is pure: everything here
+can be tested without a runtime or a GPU.
+
+The API key never appears in an argv built here (argv is world-readable through ``ps``):
+SGLang reads it from a YAML file given with ``--config``, vLLM from ``VLLM_API_KEY`` in
+its environment; both files are written owner-only by the supervisor (``secret_files``).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
 import tomllib
+import types
+import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,10 +30,6 @@ from server_manager.errors import ProfileInvalid
 Kind = Literal["container", "native", "external"]
 Engine = Literal["sglang", "vllm"]
 GpuVendor = Literal["amd", "nvidia", "none"]
-
-KINDS: tuple[Kind, ...] = ("container", "native", "external")
-ENGINES: tuple[Engine, ...] = ("sglang", "vllm")
-GPU_VENDORS: tuple[GpuVendor, ...] = ("amd", "nvidia", "none")
 
 
 def _bundled_dir() -> Path:
@@ -41,15 +47,20 @@ LABEL_PROFILE = "longdoc.profile"
 LABEL_PORT = "longdoc.port"
 LABEL_HOME = "longdoc.home"
 # Placeholders allowed in `engine_args` (which replaces the generated engine arguments).
+# There is no {api_key}: the key reaches the engine through a private file, never argv.
 PLACEHOLDERS = (
     "host",
     "port",
-    "api_key",
     "model_path",
     "served_model_name",
     "context_length",
     "tp_size",
 )
+# Where the SGLang config file (holding the key) is mounted, read-only, in the container.
+# SGLang requires the .yaml/.yml suffix (server_args_config_parser._validate_yaml_file).
+CONTAINER_CONFIG = "/run/longdoc/engine.yaml"
+# vLLM reads its key from this variable when --api-key is not given.
+VLLM_KEY_VARIABLE = "VLLM_API_KEY"
 
 
 @dataclass(frozen=True)
@@ -75,10 +86,14 @@ class RestartPolicy:
 
 @dataclass(frozen=True)
 class Profile:
-    """One validated profile; paths are expanded, defaults filled in."""
+    """One validated profile; paths are expanded, defaults filled in.
+
+    Every field but ``name``, ``source`` and ``user_file`` is a TOML key of the same name.
+    """
 
     name: str
     source: Path
+    user_file: Path
     kind: Kind = "container"
     engine: Engine = "sglang"
     gpu_vendor: GpuVendor = "amd"
@@ -130,62 +145,101 @@ class Profile:
         return f"longdoc-{self.engine}-{self.port}"
 
 
-# --- loading -------------------------------------------------------------------------------
+# --- the schema, read from the dataclasses -------------------------------------------------
 
 _STR = "a string"
 _INT = "an integer"
 _NUM = "a number"
 _LIST = "a list of strings"
 _TABLE = "a table of strings"
-
-_KEYS: dict[str, str] = {
-    "description": _STR,
-    "extends": _STR,
-    "kind": _STR,
-    "engine": _STR,
-    "gpu_vendor": _STR,
-    "image": _STR,
-    "command": _LIST,
-    "model_dir": _STR,
-    "model_mount": _STR,
-    "served_model_name": _STR,
-    "port": _INT,
-    "context_length": _INT,
-    "tp_size": _INT,
-    "mem_fraction_static": _NUM,
-    "attention_backend": _STR,
-    "reasoning_parser": _STR,
-    "tool_call_parser": _STR,
-    "engine_args": _LIST,
-    "extra_engine_args": _LIST,
-    "runtime_args": _LIST,
-    "extra_runtime_args": _LIST,
-    "env": _TABLE,
-    "mounts": _LIST,
-    "devices": _LIST,
-    "runtime": _STR,
-    "python": _STR,
-    "workdir": _STR,
-    "url": _STR,
-    "api_key": _STR,
-    "grace_period_s": _NUM,
-    "ready_timeout_s": _NUM,
-    "restart": "a table",
-}
-_RESTART_KEYS = ("max_restarts", "window_s", "backoff_base_s", "backoff_max_s")
+_SUBTABLE = "a table"
+# Keys that only steer loading; every other key is a Profile field.
+_META_KEYS = {"description": _STR, "extends": _STR}
+_NOT_KEYS = ("name", "source", "user_file")
 
 
-def _check_type(path: Path, key: str, value: Any, kind: str) -> None:
+@dataclass(frozen=True)
+class _Key:
+    """How one TOML key is checked and converted."""
+
+    kind: str
+    choices: tuple[str, ...] = ()
+
+
+def _key_of(hint: Any) -> _Key:
+    """The key description for a field's type hint."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType) and len(args) == 1:
+        return _key_of(args[0])  # X | None: the same key, optional
+    if origin is Literal:
+        return _Key(_STR, tuple(str(a) for a in args))
+    if hint is str:
+        return _Key(_STR)
+    if hint is int:
+        return _Key(_INT)
+    if hint is float:
+        return _Key(_NUM)
+    if origin is tuple:
+        return _Key(_LIST)
+    if origin is Mapping or origin is dict:
+        return _Key(_TABLE)
+    if dataclasses.is_dataclass(hint):
+        return _Key(_SUBTABLE)
+    raise TypeError(f"no profile key type for {hint!r}")  # a new field needs a rule here
+
+
+def _schema(cls: type) -> dict[str, _Key]:
+    hints = typing.get_type_hints(cls)
+    return {
+        f.name: _key_of(hints[f.name]) for f in dataclasses.fields(cls) if f.name not in _NOT_KEYS
+    }
+
+
+_PROFILE_KEYS = _schema(Profile)
+_RESTART_KEYS = _schema(RestartPolicy)
+_KEYS: dict[str, _Key] = {**{k: _Key(v) for k, v in _META_KEYS.items()}, **_PROFILE_KEYS}
+KINDS: tuple[str, ...] = _PROFILE_KEYS["kind"].choices
+ENGINES: tuple[str, ...] = _PROFILE_KEYS["engine"].choices
+GPU_VENDORS: tuple[str, ...] = _PROFILE_KEYS["gpu_vendor"].choices
+
+
+def _check_type(path: Path, key: str, value: Any, spec: _Key) -> None:
     ok = {
         _STR: isinstance(value, str),
         _INT: isinstance(value, int) and not isinstance(value, bool),
         _NUM: isinstance(value, int | float) and not isinstance(value, bool),
         _LIST: isinstance(value, list) and all(isinstance(v, str) for v in value),
         _TABLE: isinstance(value, dict) and all(isinstance(v, str) for v in value.values()),
-        "a table": isinstance(value, dict),
-    }[kind]
+        _SUBTABLE: isinstance(value, dict),
+    }[spec.kind]
     if not ok:
-        raise ProfileInvalid(f"{path}: {key} must be {kind}, not {value!r}.")
+        raise ProfileInvalid(f"{path}: {key} must be {spec.kind}, not {value!r}.")
+
+
+def _check_keys(path: Path, raw: Mapping[str, Any]) -> None:
+    for key, value in raw.items():
+        if key not in _KEYS:
+            raise ProfileInvalid(f"{path}: unknown key {key!r}.")
+        _check_type(path, key, value, _KEYS[key])
+    for key, value in raw.get("restart", {}).items():
+        if key not in _RESTART_KEYS:
+            raise ProfileInvalid(f"{path}: unknown key 'restart.{key}'.")
+        _check_type(path, f"restart.{key}", value, _RESTART_KEYS[key])
+
+
+def _convert(spec: _Key, value: Any) -> Any:
+    """TOML value to the field's Python type (lists become tuples, ints become floats)."""
+    if spec.kind == _LIST:
+        return tuple(value)
+    if spec.kind == _TABLE:
+        return dict(value)
+    if spec.kind == _NUM:
+        return float(value)
+    return value
+
+
+# --- loading -------------------------------------------------------------------------------
 
 
 def _read_raw(path: Path) -> dict[str, Any]:
@@ -196,14 +250,8 @@ def _read_raw(path: Path) -> dict[str, Any]:
         raise ProfileInvalid(f"{path}: cannot be read ({exc.strerror}).") from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ProfileInvalid(f"{path}: not valid TOML ({exc}).") from exc
-    for key, value in raw.items():
-        if key not in _KEYS:
-            raise ProfileInvalid(f"{path}: unknown key {key!r}.")
-        _check_type(path, key, value, _KEYS[key])
-    for key, value in raw.get("restart", {}).items():
-        if key not in _RESTART_KEYS:
-            raise ProfileInvalid(f"{path}: unknown key 'restart.{key}'.")
-        _check_type(path, f"restart.{key}", value, _INT if key == "max_restarts" else _NUM)
+    _check_keys(path, raw)
+    _check_secrets(path, raw)
     return raw
 
 
@@ -221,6 +269,12 @@ def profile_files(data_dir: Path | None) -> dict[str, list[Path]]:
 def available_profiles(data_dir: Path | None) -> list[str]:
     """Names of all profiles, sorted."""
     return sorted(profile_files(data_dir))
+
+
+def user_file(name: str, data_dir: Path | None) -> Path:
+    """Where the user overrides profile ``name``: ``<data_dir>/profiles/NAME.toml``."""
+    base = data_dir if data_dir is not None else Path("<data_dir>")
+    return base / "profiles" / f"{name}.toml"
 
 
 def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
@@ -261,33 +315,65 @@ def _load_raw(
 def load_profile(name: str, data_dir: Path | None) -> Profile:
     """Load, merge and validate a profile by name; raises ProfileInvalid naming file and key."""
     raw, source = _load_raw(name, profile_files(data_dir), ())
-    return profile_from_dict(name, raw, source)
+    return profile_from_dict(name, raw, source, user_file(name, data_dir))
 
 
 def _expand(path: str) -> str:
     return str(Path(path).expanduser()) if path else ""
 
 
-def profile_from_dict(name: str, raw: Mapping[str, Any], source: Path) -> Profile:
-    """Validate merged keys into a Profile (types were checked per file already)."""
-    for key, value in raw.items():
-        if key not in _KEYS:
-            raise ProfileInvalid(f"{source}: unknown key {key!r}.")
-        _check_type(source, key, value, _KEYS[key])
+_KEY_ON_ARGV = (
+    "would put the API key on the command line, where every user of the machine can read "
+    "it (ps, /proc); remove it: Longdoc gives the key to SGLang in a private --config file "
+    "and to vLLM as VLLM_API_KEY in a private environment file"
+)
+
+
+def _check_secrets(path: Path, raw: Mapping[str, Any]) -> None:
+    """Refuse arguments that would put the API key (back) on an argv."""
+    for key in ("engine_args", "extra_engine_args"):
+        for arg in raw.get(key, []):
+            if "{api_key}" in arg or arg == "--api-key" or arg.startswith("--api-key="):
+                raise ProfileInvalid(f"{path}: {key} entry {arg!r} {_KEY_ON_ARGV}.")
+            if arg == "--config" or arg.startswith("--config="):
+                # SGLang accepts one --config only, and Longdoc's carries the key.
+                raise ProfileInvalid(
+                    f"{path}: {key} entry {arg!r}: Longdoc passes its own --config file; "
+                    f"put these server arguments in {key} instead."
+                )
+    for key in ("runtime_args", "extra_runtime_args"):
+        for arg in raw.get(key, []):
+            if VLLM_KEY_VARIABLE in arg:
+                raise ProfileInvalid(f"{path}: {key} entry {arg!r} {_KEY_ON_ARGV}.")
+    for name, value in raw.get("env", {}).items():
+        if name == VLLM_KEY_VARIABLE:
+            raise ProfileInvalid(
+                f"{path}: env.{name} is set by Longdoc from its generated key; remove it."
+            )
+        if "\n" in value or "\n" in name or "=" in name:
+            raise ProfileInvalid(f"{path}: env.{name} must be one line without '=' in its name.")
+
+
+def profile_from_dict(
+    name: str, raw: Mapping[str, Any], source: Path, user: Path | None = None
+) -> Profile:
+    """Validate merged keys into a Profile (types were checked per file already).
+
+    Problems with the merged values are reported against ``user`` (the file the user edits,
+    ``<data_dir>/profiles/NAME.toml``), never against a bundled file.
+    """
+    user = user if user is not None else source
+    _check_keys(source, raw)
+    _check_secrets(source, raw)
 
     def bad(key: str, why: str) -> ProfileInvalid:
-        return ProfileInvalid(f"{source}: {key} {why}.")
+        return ProfileInvalid(f"{user}: {key} {why}.")
 
-    kind = raw.get("kind", "container")
-    if kind not in KINDS:
-        raise bad("kind", f"must be one of {', '.join(KINDS)}, not {kind!r}")
-    engine = raw.get("engine", "sglang")
-    if engine not in ENGINES:
-        raise bad("engine", f"must be one of {', '.join(ENGINES)}, not {engine!r}")
-    vendor = raw.get("gpu_vendor", "amd")
-    if vendor not in GPU_VENDORS:
-        raise bad("gpu_vendor", f"must be one of {', '.join(GPU_VENDORS)}, not {vendor!r}")
-    port = raw.get("port", 30000)
+    for key, spec in _PROFILE_KEYS.items():
+        if spec.choices and key in raw and raw[key] not in spec.choices:
+            raise bad(key, f"must be one of {', '.join(spec.choices)}, not {raw[key]!r}")
+    kind = raw.get("kind", Profile.kind)
+    port = raw.get("port", Profile.port)
     if not 1 <= port <= 65535:
         raise bad("port", f"must be between 1 and 65535, not {port}")
     for key in ("context_length", "tp_size"):
@@ -323,55 +409,51 @@ def profile_from_dict(name: str, raw: Mapping[str, Any], source: Path) -> Profil
     if kind == "external" and not str(raw.get("url", "")).startswith(("http://", "https://")):
         raise bad("url", "must start with http:// or https:// for an external profile")
 
-    restart = RestartPolicy(**{k: v for k, v in restart_raw.items()})
-    engine_args = raw.get("engine_args")
-    return Profile(
-        name=name,
-        source=source,
-        kind=kind,
-        engine=engine,
-        gpu_vendor=vendor,
-        image=raw.get("image", ""),
-        command=tuple(raw.get("command", ())),
-        model_dir=_expand(raw.get("model_dir", "")),
-        model_mount=raw.get("model_mount", "/model"),
-        served_model_name=raw.get("served_model_name", ""),
-        port=port,
-        context_length=raw.get("context_length", 0),
-        tp_size=raw.get("tp_size", 0),
-        mem_fraction_static=float(mem) if mem is not None else None,
-        attention_backend=raw.get("attention_backend", ""),
-        reasoning_parser=raw.get("reasoning_parser", "qwen3"),
-        tool_call_parser=raw.get("tool_call_parser", "qwen3_coder"),
-        engine_args=tuple(engine_args) if engine_args is not None else None,
-        extra_engine_args=tuple(raw.get("extra_engine_args", ())),
-        runtime_args=tuple(raw.get("runtime_args", ())),
-        extra_runtime_args=tuple(raw.get("extra_runtime_args", ())),
-        env=dict(raw.get("env", {})),
-        mounts=tuple(raw.get("mounts", ())),
-        devices=tuple(raw.get("devices", ())),
-        runtime=raw.get("runtime", ""),
-        python=raw.get("python", "python3"),
-        workdir=raw.get("workdir", ""),
-        url=raw.get("url", ""),
-        api_key=raw.get("api_key", ""),
-        grace_period_s=float(raw.get("grace_period_s", 30.0)),
-        ready_timeout_s=float(raw.get("ready_timeout_s", 1800.0)),
-        restart=restart,
-    )
+    values: dict[str, Any] = {
+        key: _convert(_PROFILE_KEYS[key], value)
+        for key, value in raw.items()
+        if key in _PROFILE_KEYS and key != "restart"
+    }
+    if "model_dir" in values:
+        values["model_dir"] = _expand(values["model_dir"])
+    restart = RestartPolicy(**{k: _convert(_RESTART_KEYS[k], v) for k, v in restart_raw.items()})
+    return Profile(name=name, source=source, user_file=user, restart=restart, **values)
+
+
+# --- the key's files (pure text; the supervisor writes them owner-only) ----------------------
+
+
+def engine_config_text(api_key: str) -> str:
+    """SGLang's ``--config`` YAML: just the key (a JSON string is a valid YAML scalar).
+
+    SGLang turns the file's keys back into ``--key value`` inside its own process
+    (``ConfigArgumentMerger``, added in sglang PR #10534, so in 0.5.9 and later) and
+    command-line flags override it; the file must end in .yaml or .yml.
+    """
+    return f"api-key: {json.dumps(api_key)}\n"
+
+
+def container_env(profile: Profile, api_key: str = "") -> dict[str, str]:
+    """Environment inside the container: offline by default, the profile's, vLLM's key."""
+    env = {"HF_HUB_OFFLINE": "1", **profile.env}
+    if profile.engine == "vllm" and api_key:
+        env[VLLM_KEY_VARIABLE] = api_key
+    return env
+
+
+def env_file_text(env: Mapping[str, str]) -> str:
+    """An ``--env-file`` for docker and podman: one ``NAME=value`` a line, taken literally."""
+    return "".join(f"{name}={value}\n" for name, value in env.items())
 
 
 # --- argv building (pure) ------------------------------------------------------------------
 
 
-def engine_args(
-    profile: Profile, *, api_key: str, tp_size: int, host: str, model_path: str
-) -> list[str]:
-    """The inference engine's own arguments (after the program name)."""
+def engine_args(profile: Profile, *, tp_size: int, host: str, model_path: str) -> list[str]:
+    """The inference engine's own arguments (after the program name); never the key."""
     values = {
         "host": host,
         "port": str(profile.port),
-        "api_key": api_key,
         "model_path": model_path,
         "served_model_name": profile.model_name,
         "context_length": str(profile.context_length),
@@ -388,8 +470,6 @@ def engine_args(
             host,
             "--port",
             str(profile.port),
-            "--api-key",
-            api_key,
         ]
         if profile.reasoning_parser:
             args += ["--reasoning-parser", profile.reasoning_parser]
@@ -410,8 +490,6 @@ def engine_args(
         host,
         "--port",
         str(profile.port),
-        "--api-key",
-        api_key,
     ]
     if profile.reasoning_parser:
         args += ["--reasoning-parser", profile.reasoning_parser]
@@ -454,16 +532,23 @@ def container_labels(profile: Profile, home: Path) -> dict[str, str]:
     }
 
 
-def container_env(profile: Profile) -> dict[str, str]:
-    """Environment inside the container: offline by default, then the profile's."""
-    return {"HF_HUB_OFFLINE": "1", **profile.env}
-
-
 def container_argv(
-    profile: Profile, *, runtime: str, api_key: str, tp_size: int, home: Path
+    profile: Profile,
+    *,
+    runtime: str,
+    tp_size: int,
+    home: Path,
+    env_file: Path,
+    config_file: Path,
 ) -> list[str]:
-    """The complete ``docker|podman run`` command line; pure."""
-    argv = [runtime, "run", "--detach", "--name", profile.container_name]
+    """The complete ``docker|podman run`` command line; pure, and free of the key.
+
+    The environment comes from ``env_file`` (``--env-file``; ``--env NAME=value`` would be
+    on the runtime's argv), and SGLang's key from ``config_file`` mounted read-only.
+    """
+    # --pull=never: the workstation is offline, and a missing image must fail at once with
+    # the runtime's own message rather than after pull retries (docker >= 20.10, podman).
+    argv = [runtime, "run", "--detach", "--pull=never", "--name", profile.container_name]
     for key, value in container_labels(profile, home).items():
         argv += ["--label", f"{key}={value}"]
     # Published on loopback only: nobody else on the network reaches the GPU server.
@@ -471,38 +556,38 @@ def container_argv(
     argv += [f"--device={device}" for device in profile.devices]
     argv += list(profile.runtime_args)
     argv += ["--volume", f"{profile.model_dir}:{profile.model_mount}:ro"]
+    if profile.engine == "sglang":
+        argv += ["--volume", f"{config_file}:{CONTAINER_CONFIG}:ro"]
     for mount in profile.mounts:
         host, _, rest = mount.partition(":")
         argv += ["--volume", f"{Path(host).expanduser()}:{rest}"]
-    for key, value in container_env(profile).items():
-        argv += ["--env", f"{key}={value}"]
+    argv += ["--env-file", str(env_file)]
     if profile.workdir:
         argv += ["--workdir", profile.workdir]
     argv += list(profile.extra_runtime_args)
     command = default_command(profile)
     argv += ["--entrypoint", command[0], profile.image, *command[1:]]
+    if profile.engine == "sglang":
+        argv += ["--config", CONTAINER_CONFIG]
     # Inside the container the engine listens on all interfaces; the publish line above
     # is what keeps it on the host's loopback.
-    argv += engine_args(
-        profile, api_key=api_key, tp_size=tp_size, host="0.0.0.0", model_path=profile.model_mount
-    )
+    argv += engine_args(profile, tp_size=tp_size, host="0.0.0.0", model_path=profile.model_mount)
     return argv
 
 
-def native_argv(profile: Profile, *, api_key: str, tp_size: int) -> list[str]:
+def native_argv(profile: Profile, *, tp_size: int, config_file: Path) -> list[str]:
     """The host command line of a native profile; bound to 127.0.0.1 only; pure."""
+    config = ["--config", str(config_file)] if profile.engine == "sglang" else []
     return [
         *default_command(profile),
-        *engine_args(
-            profile,
-            api_key=api_key,
-            tp_size=tp_size,
-            host="127.0.0.1",
-            model_path=profile.model_dir,
-        ),
+        *config,
+        *engine_args(profile, tp_size=tp_size, host="127.0.0.1", model_path=profile.model_dir),
     ]
 
 
-def native_env(profile: Profile, base: Mapping[str, str]) -> dict[str, str]:
-    """The native process's environment: the caller's, offline, then the profile's."""
-    return {**base, "HF_HUB_OFFLINE": "1", **profile.env}
+def native_env(profile: Profile, base: Mapping[str, str], api_key: str = "") -> dict[str, str]:
+    """The native process's environment: the caller's, offline, the profile's, vLLM's key.
+
+    ``/proc/PID/environ`` is readable by the owner only, unlike ``/proc/PID/cmdline``.
+    """
+    return {**base, **container_env(profile, api_key)}

@@ -14,7 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from server_manager.errors import NoContainerRuntime, RuntimePermission, ServerManagerError
+from server_manager.errors import (
+    NoContainerRuntime,
+    RunRefused,
+    RuntimePermission,
+    ServerManagerError,
+)
 
 log = logging.getLogger("longdoc.server")
 
@@ -37,11 +42,6 @@ class ContainerState:
     pid: int
     labels: dict[str, str] = field(default_factory=dict)
     error: str = ""
-
-    @property
-    def exited(self) -> bool:
-        """The container exists but its process is gone."""
-        return not self.running and self.status in ("exited", "stopped", "dead", "created")
 
     def describe_exit(self) -> str:
         """One phrase for why it ended, e.g. ``was killed for lack of memory (OOM)``."""
@@ -160,25 +160,34 @@ class Runtime:
         """Raise RuntimePermission when this user cannot talk to the runtime."""
         result = self._run(["version"])
         if result.returncode != 0:
-            detail = _summary(result.stderr or result.stdout)
-            if "permission denied" in detail.lower():
-                raise RuntimePermission(
-                    f"No permission to use {self.name}: add your user to the "
-                    f"'{self.name}' group or use podman ({detail})."
-                )
-            raise RuntimePermission(f"Cannot use {self.name}: {detail}")
+            raise self._permission_error(_summary(result.stderr or result.stdout))
+
+    def _permission_error(self, detail: str) -> RuntimePermission:
+        if _is_permission_problem(detail):
+            advice = (
+                "add your user to the 'docker' group or use podman"
+                if self.name == "docker"
+                else f"check that your user may run {self.name}"
+            )
+            return RuntimePermission(f"No permission to use {self.name}: {advice} ({detail}).")
+        return RuntimePermission(f"Cannot use {self.name}: {detail}")
 
     def image_exists(self, image: str) -> bool:
         """True when the image is present locally (nothing is pulled)."""
         return self._run(["image", "inspect", image]).returncode == 0
 
     def run(self, argv: Sequence[str]) -> str:
-        """Run a full ``<runtime> run ...`` argv (argv[0] is replaced); returns the id."""
+        """Run a full ``<runtime> run ...`` argv (argv[0] is replaced); returns the id.
+
+        A refusal is permanent (a bad argument, a missing image): RunRefused with the
+        runtime's own message, or RuntimePermission when this user may not use it.
+        """
         result = self._run(list(argv[1:]), timeout=RUN_TIMEOUT_S)
         if result.returncode != 0:
-            raise RuntimePermission(
-                f"{self.name} run failed: {_summary(result.stderr or result.stdout)}"
-            )
+            detail = _summary(result.stderr or result.stdout)
+            if _is_permission_problem(detail):
+                raise self._permission_error(detail)
+            raise RunRefused(f"{self.name} run refused to start the server: {detail}")
         return result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
 
     def inspect(self, name: str) -> ContainerState | None:
@@ -189,10 +198,6 @@ class Runtime:
         states = parse_inspect(result.stdout)
         return states[0] if states else None
 
-    def inspect_raw(self, name: str) -> str:
-        """The raw ``inspect`` JSON (for port bindings and tests)."""
-        return self._run(["container", "inspect", name], check=True).stdout
-
     def find(self, labels: dict[str, str], all_states: bool = True) -> list[str]:
         """Names of containers carrying all these labels."""
         args = ["ps", "--format", "{{.Names}}"] + (["--all"] if all_states else [])
@@ -201,32 +206,37 @@ class Runtime:
         result = self._run(args, check=True)
         return [line.strip() for line in result.stdout.splitlines() if line.strip()]
 
-    def logs(self, name: str, tail: int | None = None) -> str:
-        """The container's output so far (stdout and stderr interleaved as captured)."""
-        args = ["logs"] + (["--tail", str(tail)] if tail is not None else []) + [name]
-        result = self._run(args)
-        return result.stdout + result.stderr
-
-    def follow_logs(self, name: str, since_start: bool = True) -> subprocess.Popen[bytes]:
-        """A ``logs --follow`` process whose stdout carries the merged output."""
-        args = [self.executable, "logs", "--follow", name]
-        return subprocess.Popen(
-            args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-        )
-
     def stop(self, name: str, grace_s: float) -> None:
         """Graceful stop (SIGTERM, then SIGKILL after the grace period)."""
         self._run(["stop", "--time", str(int(grace_s)), name], timeout=grace_s + SHORT_TIMEOUT_S)
 
-    def kill(self, name: str) -> None:
-        """SIGKILL now."""
-        self._run(["kill", name])
-
     def remove(self, name: str) -> None:
-        """Remove the container, killing it if it still runs; a missing one is fine."""
+        """Remove the container, killing it if it still runs; a missing one is fine.
+
+        Callers pass only names found by this home's label or checked with ``owner``.
+        """
         self._run(["rm", "--force", name], timeout=SHORT_TIMEOUT_S * 2)
+
+    def owner(self, name: str, label: str) -> str | None:
+        """The value of ``label`` on container ``name``; None when no such container."""
+        state = self.inspect(name)
+        return None if state is None else state.labels.get(label, "")
+
+
+def _is_permission_problem(detail: str) -> bool:
+    """The runtime's words for "this user may not talk to me" (docker socket, rootless)."""
+    # e.g. "permission denied while trying to connect to the Docker daemon socket at ...";
+    # a "permission denied" about a mounted file is a refused run, not this.
+    lowered = detail.lower()
+    return "permission denied" in lowered and any(
+        word in lowered for word in ("socket", "daemon", ".sock")
+    )
 
 
 def _summary(text: str) -> str:
+    """The runtime's own sentence: its last error line (both add a "See '... --help'" hint
+    after it), else its last line."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else "no output"
+    lines = [line for line in lines if not line.startswith("See '")] or lines
+    errors = [line for line in lines if line.lower().startswith(("error", "docker:"))]
+    return (errors or lines or ["no output"])[-1]

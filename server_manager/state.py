@@ -1,7 +1,7 @@
 """What is running, kept in ``<data_dir>/server`` so the CLI and the GUI agree.
 
-``state.json`` is written atomically (rename); ``api_key`` is owner-only; ``lock`` serialises
-start and stop across processes with ``fcntl.flock``.
+``state.json`` is written atomically (rename); ``api_key`` and the engine's key files are
+owner-only; ``lock`` serialises start and stop across processes with ``fcntl.flock``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from server_manager.errors import ServerFailed
+from server_manager.errors import DataDirUnusable, ServerFailed
+from server_manager.processes import ProcessIdentity, identify
 
 STATE_VERSION = 1
 
@@ -44,6 +45,16 @@ class Paths:
         return self.dir / "api_key"
 
     @property
+    def engine_config(self) -> Path:
+        """SGLang's ``--config`` YAML holding the key (mode 0600)."""
+        return self.dir / "engine.yaml"
+
+    @property
+    def engine_env(self) -> Path:
+        """The container's ``--env-file`` (mode 0600; vLLM's key is in it)."""
+        return self.dir / "engine.env"
+
+    @property
     def lock(self) -> Path:
         """The start/stop lock file."""
         return self.dir / "lock"
@@ -64,9 +75,17 @@ class Paths:
         return self.logs / "supervisor.log"
 
     def ensure(self) -> None:
-        """Create the directories, owner-only."""
-        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.logs.mkdir(parents=True, exist_ok=True, mode=0o700)
+        """Create the directories, owner-only (tightened if they were not: keys live here)."""
+        try:
+            for directory in (self.dir, self.logs):
+                directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+                if directory.stat().st_mode & 0o077:
+                    os.chmod(directory, 0o700)
+        except OSError as exc:
+            raise DataDirUnusable(
+                f"{exc.filename or self.dir}: cannot be created or used ({exc.strerror}); "
+                f"set LONGDOC_HOME to a writable folder."
+            ) from exc
 
 
 @dataclass
@@ -85,8 +104,13 @@ class ServerState:
     container: str = ""
     pid: int = 0  # the native server process
     supervisor_pid: int = 0
+    # Who those pids were (ProcessIdentity.to_json): a pid alone may name a stranger later.
+    process: dict[str, Any] | None = None
+    supervisor: dict[str, Any] | None = None
+    container_id: str = ""
     restarts: int = 0
     error: str = ""
+    error_code: int = 0  # the exit code of a failure (the error's type, for the CLI edge)
     max_total_num_tokens: int | None = None
     context_len: int | None = None
     started_at: float = field(default_factory=time.time)
@@ -103,6 +127,16 @@ class ServerState:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 
+    @property
+    def supervisor_identity(self) -> ProcessIdentity | None:
+        """The supervisor as recorded, or None (no pid, or one without proof of identity)."""
+        return ProcessIdentity.from_json(self.supervisor)
+
+    @property
+    def process_identity(self) -> ProcessIdentity | None:
+        """The native engine as recorded, or None."""
+        return ProcessIdentity.from_json(self.process)
+
 
 def read_state(paths: Paths) -> ServerState | None:
     """The state file, or None when absent or unreadable."""
@@ -113,9 +147,28 @@ def read_state(paths: Paths) -> ServerState | None:
     if not isinstance(data, dict):
         return None
     try:
-        return ServerState.from_json(data)
+        state = ServerState.from_json(data)
     except TypeError:
         return None
+    if state.supervisor is None and state.supervisor_pid:
+        state.supervisor = _legacy_supervisor(paths, state.supervisor_pid)
+    return state
+
+
+def _legacy_supervisor(paths: Paths, pid: int) -> dict[str, Any] | None:
+    """The identity of a supervisor recorded by an older Longdoc (pid only), if that pid is
+    still a supervisor of this very data directory by its command line; else None (gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            argv = fh.read().split(b"\0")
+    except OSError:
+        return None
+    home = str(paths.home).encode()
+    is_ours = any(
+        argv[i : i + 2] == [b"server_manager", b"supervise"] for i in range(len(argv))
+    ) and any(argv[i : i + 2] == [b"--home", home] for i in range(len(argv)))
+    identity = identify(pid) if is_ours else None
+    return identity.to_json() if identity is not None else None
 
 
 def write_state(paths: Paths, state: ServerState) -> None:
@@ -142,12 +195,19 @@ def api_key(paths: Paths) -> str:
         key = paths.api_key.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         key = ""
+    if key.startswith("-"):
+        # Engines parse `api-key` with argparse (SGLang's --config becomes `--api-key
+        # VALUE` inside it), which takes a leading '-' for an option: such a key (1 in 64
+        # of the older urlsafe ones) never worked. Replace it.
+        with contextlib.suppress(FileNotFoundError):
+            paths.api_key.unlink()
+        key = ""
     if key:
         # Tighten permissions a copy or an old umask may have loosened.
         if paths.api_key.stat().st_mode & 0o077:
             os.chmod(paths.api_key, 0o600)
         return key
-    key = secrets.token_urlsafe(32)
+    key = secrets.token_hex(32)  # [0-9a-f]: safe in argparse, YAML, env files and headers
     tmp = paths.api_key.with_name(f".api_key.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -160,6 +220,15 @@ def api_key(paths: Paths) -> str:
     finally:
         os.unlink(tmp)
     return key
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` owner-only (0600 from the start, then renamed into place)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
 
 
 def read_api_key(paths: Paths) -> str:

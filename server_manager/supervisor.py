@@ -22,18 +22,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from desktop.processes import pid_alive
 from server_manager import probe
-from server_manager.errors import ServerManagerError
-from server_manager.logs import ServerLog
+from server_manager.errors import (
+    EXIT_SERVER_FAILED,
+    RunRefused,
+    RuntimePermission,
+    ServerManagerError,
+)
+from server_manager.logs import ServerLog, redactor
+from server_manager.processes import ProcessIdentity, identify, identify_started
 from server_manager.profiles import (
+    LABEL_HOME,
     Profile,
     container_argv,
+    container_env,
+    engine_config_text,
+    env_file_text,
     load_profile,
     native_argv,
     native_env,
 )
-from server_manager.progress import LoadProgress, Stage
+from server_manager.progress import STAGE_BY_KEY, LoadProgress, Stage
 from server_manager.runtime import Runtime
 from server_manager.state import (
     Paths,
@@ -42,6 +51,7 @@ from server_manager.state import (
     clear_state,
     locked,
     read_state,
+    write_private,
     write_state,
 )
 
@@ -58,23 +68,19 @@ POLL_READY_S = 2.0
 LIVENESS_EVERY_S = 5.0
 
 
-def supervisor_alive(pid: int) -> bool:
-    """True when ``pid`` is a live supervisor (not some process that reused the pid)."""
-    if not pid_alive(pid):
-        return False
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return b"\0server_manager\0supervise\0" in fh.read()
-    except OSError:
-        return True
+def supervisor_running(state: ServerState | None) -> bool:
+    """True when the state's supervisor is the very process recorded (not a pid reused)."""
+    identity = state.supervisor_identity if state is not None else None
+    return identity is not None and identity.alive()
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """Why the server is down: the sentence, and whether restarting could help."""
+    """Why the server is down: the sentence, whether restarting could help, the exit code."""
 
     reason: str
     restartable: bool = True
+    exit_code: int = EXIT_SERVER_FAILED
 
 
 class Supervisor:
@@ -86,6 +92,7 @@ class Supervisor:
         self.runtime = Runtime(runtime) if runtime else None
         self.tp_size = tp_size
         self.key = api_key(paths)
+        self._redact = redactor(self.key)
         self.stop_requested = threading.Event()
         self._lock = threading.Lock()
         self._state: ServerState | None = None
@@ -93,6 +100,7 @@ class Supervisor:
         self.tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
         self.server_log = ServerLog(paths.log_file)
         self._process: subprocess.Popen[bytes] | None = None
+        self._container_id = ""
         self._follower: subprocess.Popen[bytes] | None = None
         self._reader: threading.Thread | None = None
         self._run_stages: set[Stage] = set()  # stages of the current run (reset on restart)
@@ -112,11 +120,20 @@ class Supervisor:
             write_state(self.paths, self.state)
 
     def _reach(self, stage: Stage) -> None:
-        """Record a stage (the client replays ``stages`` to show progress in order)."""
+        """Record a stage of the current run (``stages`` restarts empty with every run).
+
+        Stages only move forward and none is skipped: the probe can see the server ready
+        before the log reader (``logs --follow`` lags under load) has seen its last lines,
+        and being ready means it passed them all.
+        """
         with self._lock:
-            if stage not in self._run_stages:
-                self._run_stages.add(stage)
-                self.state.stages.append(stage.key)
+            last = max(self._run_stages, default=None)
+            if last is not None and stage <= last:
+                return
+            for passed in Stage:
+                if (last is None or passed > last) and passed <= stage:
+                    self._run_stages.add(passed)
+                    self.state.stages.append(passed.key)
             self.state.stage = stage.key
             self.state.max_total_num_tokens = self.progress.max_total_num_tokens
             self.state.context_len = self.progress.context_len
@@ -140,6 +157,8 @@ class Supervisor:
                     port=self.profile.port,
                 )
             state.supervisor_pid = os.getpid()
+            me = identify(os.getpid())
+            state.supervisor = me.to_json() if me is not None else None
             self._state = state
             write_state(self.paths, state)
         log.info("supervising profile %s (pid %d, adopt=%s)", self.profile.name, os.getpid(), adopt)
@@ -172,12 +191,17 @@ class Supervisor:
                     self._give_up(outcome, len(restarts_at))
                     return 1
                 log.warning("%s; restarting in %s s", outcome.reason, f"{delay:g}")
+                self._remove_server()
+                # The dead engine's pid and container are forgotten before the wait: a
+                # stop during the backoff must find nothing of it to signal.
                 self._update(
                     state="starting",
                     restarts=self.state.restarts + 1,
                     error=f"{outcome.reason}; restarting in {delay:g} s.",
+                    pid=0,
+                    process=None,
+                    container_id="",
                 )
-                self._remove_server()
                 if self.stop_requested.wait(delay):
                     self._shutdown()
                     clear_state(self.paths)
@@ -207,48 +231,88 @@ class Supervisor:
         self.progress.reset()
         self.tail.clear()
         self._run_stages = set()
+        with self._lock:
+            self.state.stages = []  # progress is per run: a restart does not replay the last
+        self._update(state="starting", pid=0, process=None, container_id="")
         self._reach(Stage.STARTING_CONTAINER)
-        self._update(state="starting", pid=0)
         profile = self.profile
         try:
+            if profile.engine == "sglang":
+                write_private(self.paths.engine_config, engine_config_text(self.key))
             if profile.kind == "container":
                 assert self.runtime is not None
-                self.runtime.remove(profile.container_name)
+                self._remove_own_container()
+                write_private(
+                    self.paths.engine_env, env_file_text(container_env(profile, self.key))
+                )
                 argv = container_argv(
                     profile,
                     runtime=self.runtime.executable,
-                    api_key=self.key,
                     tp_size=self.tp_size,
                     home=self.paths.home,
+                    env_file=self.paths.engine_env,
+                    config_file=self.paths.engine_config,
                 )
-                log.info("running %s", _redact(argv, self.key))
-                self.runtime.run(argv)
+                log.info("running %s", self._redact(" ".join(argv)))
+                self._container_id = self.runtime.run(argv)
+                self._update(container_id=self._container_id)
                 self._follow_container(tail=None)
             else:
-                argv = native_argv(profile, api_key=self.key, tp_size=self.tp_size)
-                log.info("running %s", _redact(argv, self.key))
+                argv = native_argv(
+                    profile, tp_size=self.tp_size, config_file=self.paths.engine_config
+                )
+                log.info("running %s", self._redact(" ".join(argv)))
                 process = subprocess.Popen(
                     argv,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
-                    env=native_env(profile, os.environ),
+                    env=native_env(profile, os.environ, self.key),
                     cwd=profile.workdir or None,
                     # Its own process group, so stop reaches SGLang's scheduler children too.
                     start_new_session=True,
                 )
                 self._process = process
-                self._update(pid=process.pid)
+                identity = identify_started(process.pid)
+                self._update(
+                    pid=process.pid, process=identity.to_json() if identity is not None else None
+                )
                 assert process.stdout is not None
                 self._start_reader(process.stdout)
-        except (ServerManagerError, OSError) as exc:
-            return Outcome(f"The server could not be started: {exc}")
+        except (RunRefused, RuntimePermission) as exc:
+            # Permanent: the same run would be refused again, so no backoff and no retry.
+            return Outcome(str(exc), restartable=False, exit_code=exc.exit_code)
+        except ServerManagerError as exc:
+            return Outcome(f"The server could not be started: {exc}", exit_code=exc.exit_code)
+        except OSError as exc:
+            return Outcome(f"The server could not be started: {exc}", restartable=False)
         self.server_log.write(f"--- longdoc: started profile {profile.name} ---")
         return None
+
+    def _remove_own_container(self) -> None:
+        """Remove a leftover container of ours by the profile's name; never someone else's."""
+        assert self.runtime is not None
+        name = self.profile.container_name
+        owner = self.runtime.owner(name, LABEL_HOME)
+        if owner is None:
+            return
+        if owner != str(self.paths.home):
+            raise RunRefused(
+                f"A container named {name} that this Longdoc did not start already exists "
+                f"(label {LABEL_HOME}={owner or 'none'}); it is left alone: remove it, or set "
+                f"another port in {self.profile.user_file}."
+            )
+        self.runtime.remove(name)
 
     def _attach(self) -> Outcome | None:
         """Adopt a container that is already running (its supervisor died)."""
         log.info("adopting running container %s", self.profile.container_name)
+        assert self.runtime is not None
+        # The run goes on: its stages so far stay recorded, and are not recorded twice.
+        self._run_stages = {STAGE_BY_KEY[k] for k in self.state.stages if k in STAGE_BY_KEY}
+        inspected = self.runtime.inspect(self.profile.container_name)
+        self._container_id = inspected.id if inspected is not None else ""
+        self._update(container_id=self._container_id)
         self._follow_container(tail=0)
         return None
 
@@ -277,7 +341,9 @@ class Supervisor:
     def _read(self, stream: IO[bytes]) -> None:
         """Copy output to the rotating log and turn it into stages."""
         for raw in iter(stream.readline, b""):
-            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            # SGLang logs its whole ServerArgs, key included, at start-up: nothing Longdoc
+            # stores or shows may carry the key.
+            line = self._redact(raw.decode("utf-8", "replace").rstrip("\r\n"))
             self.server_log.write(line)
             self.tail.append(line)
             for event in self.progress.feed(line):
@@ -336,7 +402,7 @@ class Supervisor:
             except ServerManagerError as exc:  # a hung runtime is not a dead server
                 log.warning("inspect failed: %s", exc)
                 return None
-            if st is None:
+            if st is None or (self._container_id and st.id != self._container_id):
                 return "The server container disappeared (removed outside Longdoc)"
             if st.running:
                 return None
@@ -344,9 +410,12 @@ class Supervisor:
         process = self._process
         if process is None:
             return "The server process is gone"
-        code = process.poll()
-        if code is None:
+        if not _exited_unreaped(process):
             return None
+        # Its group's leftovers (SGLang's schedulers) go while the unreaped leader still
+        # holds the pid, so the group id cannot have passed to anyone else.
+        _signal_group(process, signal.SIGKILL)
+        code = process.wait()
         if code < 0:
             return f"The server process was killed by signal {-code}"
         return f"The server process exited with code {code}"
@@ -367,8 +436,14 @@ class Supervisor:
         """Make sure nothing of the last run is left (a dead container is removed too)."""
         if self.profile.kind == "container":
             assert self.runtime is not None
+            name = self.profile.container_name
             with contextlib.suppress(ServerManagerError):
-                self.runtime.remove(self.profile.container_name)
+                # By id when known: the very container this supervisor ran; else by name
+                # only if it carries this home's label (a refused run can leave one).
+                if self._container_id:
+                    self.runtime.remove(self._container_id)
+                elif self.runtime.owner(name, LABEL_HOME) == str(self.paths.home):
+                    self.runtime.remove(name)
         elif self._process is not None:
             _kill_group(self._process, 0)
             self._process = None
@@ -379,48 +454,62 @@ class Supervisor:
         grace = self.profile.grace_period_s
         if self.profile.kind == "container":
             assert self.runtime is not None
-            with contextlib.suppress(ServerManagerError):
-                self.runtime.stop(self.profile.container_name, grace)
+            if self._container_id:
+                with contextlib.suppress(ServerManagerError):
+                    self.runtime.stop(self._container_id, grace)
         elif self._process is not None:
             _kill_group(self._process, grace)
         self._collect()
         self._remove_server()
 
     def _give_up(self, outcome: Outcome, restarts: int) -> None:
-        tail = "\n".join(self.tail) or "(no output)"
         if outcome.restartable:
             why = (
                 f"{outcome.reason}; gave up after {restarts} restart(s) within "
                 f"{self.profile.restart.window_s:g} s."
             )
         else:
-            why = f"{outcome.reason}."
+            why = outcome.reason if outcome.reason.endswith(".") else f"{outcome.reason}."
+        if self.tail:
+            why += " Last log lines:\n" + "\n".join(self.tail)
         log.error("%s", why)
         self._remove_server()
-        self._update(state="failed", error=f"{why} Last log lines:\n{tail}", pid=0)
+        self._update(state="failed", error=why, error_code=outcome.exit_code, pid=0, process=None)
+
+
+def _exited_unreaped(process: subprocess.Popen[bytes]) -> bool:
+    """True once the process has exited, leaving it unreaped (its pid stays reserved)."""
+    if process.returncode is not None:
+        return True
+    try:
+        info = os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True
+    return info is not None
+
+
+def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
+    """Signal the process's group, only while its leader is not yet reaped (ours for sure)."""
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signum)
 
 
 def _kill_group(process: subprocess.Popen[bytes], grace: float) -> None:
-    """SIGTERM the process group, SIGKILL it after ``grace`` seconds."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM if grace > 0 else signal.SIGKILL)
-    try:
-        process.wait(timeout=grace if grace > 0 else 10)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
+    """SIGTERM the process group, SIGKILL it after ``grace`` seconds, then reap the leader."""
+    _signal_group(process, signal.SIGTERM if grace > 0 else signal.SIGKILL)
+    deadline = time.monotonic() + (grace if grace > 0 else 10)
+    while not _exited_unreaped(process) and time.monotonic() < deadline:
+        time.sleep(0.05)
     # Children that outlived the leader (SGLang's schedulers) are in the same group.
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
+    _signal_group(process, signal.SIGKILL)
+    process.wait(timeout=10)
 
 
-def _redact(argv: Sequence[str], key: str) -> str:
-    return " ".join("***" if key and key in arg else arg for arg in argv)
-
-
-def spawn(paths: Paths, profile: str, runtime: str, tp_size: int, adopt: bool = False) -> int:
-    """Start a detached supervisor and return its pid; its output goes to supervisor.log.
+def spawn(
+    paths: Paths, profile: str, runtime: str, tp_size: int, adopt: bool = False
+) -> ProcessIdentity:
+    """Start a detached supervisor and return who it is; its output goes to supervisor.log.
 
     The supervisor double-forks (``--detach``) so it is nobody's child: neither a zombie in
     a long-running GUI nor a process the caller has to wait for.
@@ -458,11 +547,15 @@ def spawn(paths: Paths, profile: str, runtime: str, tp_size: int, adopt: bool = 
             check=False,
         )
     try:
-        return int(result.stdout.decode().strip())
+        pid = int(result.stdout.decode().strip())
     except ValueError:
+        pid = 0
+    identity = identify(pid)
+    if identity is None:
         raise ServerManagerError(
             f"The server supervisor could not be started; see {paths.supervisor_log}."
-        ) from None
+        )
+    return identity
 
 
 def _detach(log_path: Path) -> None:
@@ -502,7 +595,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with locked(paths):
             state = read_state(paths)
             if state is not None:
-                state.state, state.error = "failed", str(exc)
+                state.state, state.error, state.error_code = "failed", str(exc), exc.exit_code
                 write_state(paths, state)
         return 1
     return Supervisor(paths, profile, args.runtime, args.tp_size).run(adopt=args.adopt)

@@ -20,7 +20,7 @@ API_KEY = "test-key-123"
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh LONGDOC_HOME with no endpoint variables leaking in from the environment."""
     path = tmp_path / "home"
-    path.mkdir()
+    path.mkdir(mode=0o700)  # as Longdoc makes it; a looser one gets a notice on first use
     monkeypatch.setenv("LONGDOC_HOME", str(path))
     for var in ("LONGDOC_ENDPOINT", "LONGDOC_MODEL", "LONGDOC_API_KEY"):
         monkeypatch.delenv(var, raising=False)

@@ -10,9 +10,9 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from desktop.answering.budget import Budget, plan_budget
 from desktop.answering.client import ChatClient, ModelInfo, StreamingAnswer, first_token_timeout
@@ -44,7 +44,7 @@ from desktop.answering.scans import (
 )
 from desktop.answering.threads import Thread, history_key, history_messages, thread_pages
 from desktop.answering.warmup import ROUTES, Prefilled, Route, RouteMissing, prefill
-from desktop.config import Settings, data_dir
+from desktop.config import Settings
 from desktop.documents.ingest import require_text
 from desktop.documents.layout import counts_current
 from desktop.documents.model import Document
@@ -101,13 +101,34 @@ class Endpoint:
     managed: bool = False
 
 
-def resolve_endpoint(settings: Settings) -> Endpoint:
-    """The configured endpoint, else the server Longdoc manages (started or adopted)."""
+class ManagedServer(Protocol):
+    """Where the managed server listens (``server_manager.Connection`` fits)."""
+
+    @property
+    def url(self) -> str:
+        """Base URL, no ``/v1``."""
+        ...
+
+    @property
+    def api_key(self) -> str:
+        """Its key."""
+        ...
+
+    @property
+    def model(self) -> str:
+        """The model it serves."""
+        ...
+
+
+def resolve_endpoint(settings: Settings, managed: Callable[[], ManagedServer | None]) -> Endpoint:
+    """The configured endpoint, else the server Longdoc manages (started or adopted).
+
+    ``managed`` looks the managed server up; the CLI and the app pass one built on
+    ``server_manager.connection_for`` (this package does not import the server manager).
+    """
     if settings.endpoint:
         return Endpoint(settings.endpoint, settings.api_key, settings.model)
-    from server_manager import connection_for  # lazy: the manager is optional for ask
-
-    conn = connection_for(data_dir(), settings)
+    conn = managed()
     if conn is None:
         raise UsageError(
             "No server configured and no Longdoc server running: start one with "

@@ -6,25 +6,25 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from desktop.answering.citations import CitationCheck, QuoteStatus, answer_checks
-from desktop.answering.events import (
-    AnswerDelta,
-    Finished,
-    ReasoningDelta,
-    Sent,
-    Stored,
+from desktop.errors import (
+    COMMON_EXIT_CODES,
+    EXIT_DOCUMENT,
+    EXIT_REQUEST_FAILED,
+    EXIT_SERVER_UNAVAILABLE,
+    UsageError,
+    display_path,
 )
-from desktop.answering.format import ago
-from desktop.answering.pages import PageRange, describe, parse_range
-from desktop.answering.service import Answerer, Question, resolve_endpoint
-from desktop.answering.threads import Thread
-from desktop.cli.common import open_store, settings_from, warn
-from desktop.documents.model import Document
-from desktop.errors import UsageError
-from desktop.library import open_document
-from desktop.store.db import Store
+
+if TYPE_CHECKING:
+    from desktop.answering.citations import CitationCheck
+    from desktop.answering.service import Answerer, Question
+    from desktop.answering.threads import Thread
+    from desktop.documents.model import Document
+    from desktop.store.db import Store
+
+EXIT_CODES = (*COMMON_EXIT_CODES, EXIT_DOCUMENT, EXIT_SERVER_UNAVAILABLE, EXIT_REQUEST_FAILED)
 
 DIM = "\x1b[2m"
 RESET = "\x1b[0m"
@@ -77,9 +77,10 @@ def register(sub: Any) -> None:
     p.add_argument("--api-key", metavar="KEY", help="API key for the server")
     p.add_argument(
         "--max-tokens",
-        type=int,
+        type=token_count,
         metavar="N",
-        help="answer reserve in tokens (default 16384; shrinks to 2048 if needed)",
+        help="the longest answer, in tokens, which is also the room kept for it in the "
+        "context (default: answer_reserve, 16384; shrinks to 2048 if the pages need it)",
     )
     p.add_argument(
         "--check-tokens",
@@ -94,8 +95,23 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_ask)
 
 
+def token_count(text: str) -> int:
+    """An argparse type: a whole number of tokens from 1 to config.MAX_TOKENS."""
+    from desktop.config import MAX_TOKENS
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= MAX_TOKENS:
+        raise argparse.ArgumentTypeError(f"{value:,} is not between 1 and {MAX_TOKENS:,}")
+    return value
+
+
 def check_tokens(answerer: Answerer, question: Question) -> None:
     """Print the local and the server's prompt token counts; warn when they differ."""
+    from desktop.cli.common import warn
+
     plan = answerer.plan(question)
     local = plan.budget.prompt_tokens
     remote = answerer.confirm_tokens(plan)
@@ -116,6 +132,8 @@ def check_tokens(answerer: Answerer, question: Question) -> None:
 
 def flag_quotes(checks: list[CitationCheck], doc: Document) -> str:
     """A Markdown note listing the quotes not found on the page they cite ("" if none)."""
+    from desktop.answering.citations import QuoteStatus
+
     lines = []
     for check in checks:
         if check.quote is None or check.status is QuoteStatus.VERIFIED:
@@ -158,9 +176,16 @@ def pick_thread(store: Store, doc: Document, args: argparse.Namespace) -> Thread
 
 def cmd_ask(args: argparse.Namespace) -> int:
     """Ask, stream, store; print JSON at the end with --json."""
+    from desktop.answering.citations import answer_checks
+    from desktop.answering.events import AnswerDelta, Finished, ReasoningDelta, Sent, Stored
+    from desktop.answering.format import ago
+    from desktop.answering.pages import PageRange, describe, parse_range
+    from desktop.answering.service import Answerer, Question, resolve_endpoint
+    from desktop.cli.common import managed_server, open_store, settings_from, warn
+    from desktop.cli.ingest import json_path
+    from desktop.library import open_document
+
     settings = settings_from(args)
-    if args.max_tokens is not None and args.max_tokens < 1:
-        raise UsageError("--max-tokens must be a positive number")
     thinking = settings.thinking if args.thinking is None else args.thinking
     store = open_store()
     try:
@@ -170,8 +195,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
             try:
                 pages = parse_range(args.pages, doc.pages)
             except ValueError as exc:
-                raise UsageError(f"{args.path}: {exc}") from None
-        answerer = Answerer(store, resolve_endpoint(settings), settings)
+                raise UsageError(f"{display_path(args.path)}: {exc}") from None
+        answerer = Answerer(store, resolve_endpoint(settings, managed_server(settings)), settings)
         thread = pick_thread(store, doc, args)
         question = Question(
             doc, args.question, pages, thinking, not args.no_cache, args.max_tokens, thread
@@ -235,7 +260,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 json.dumps(
                     {
                         "document": {
-                            "path": str(args.path),
+                            "path": json_path(args.path),
                             "sha256": doc.sha256,
                             "title": doc.title,
                             "pages": len(doc.pages),

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from desktop.config import Settings, db_path, load_settings, with_overrides
+from desktop.config import Settings, data_dir, db_path, load_settings, with_overrides
 from desktop.store.db import Store
+
+if TYPE_CHECKING:
+    from server_manager import Connection
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -28,3 +33,14 @@ def open_store() -> Store:
 def warn(message: str) -> None:
     """One warning line on stderr."""
     print(f"Warning: {message}", file=sys.stderr)
+
+
+def managed_server(settings: Settings) -> Callable[[], Connection | None]:
+    """Looks up the server Longdoc manages, for ``resolve_endpoint`` (imported only then)."""
+
+    def lookup() -> Connection | None:
+        from server_manager import connection_for
+
+        return connection_for(data_dir(), settings)
+
+    return lookup

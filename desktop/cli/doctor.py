@@ -7,8 +7,9 @@ import json
 import sys
 from typing import Any
 
-# Exit code when at least one check is a problem; documented in desktop/errors.py.
-EXIT_DOCTOR_PROBLEMS = 7
+from desktop.errors import COMMON_EXIT_CODES, EXIT_DOCTOR_PROBLEMS
+
+EXIT_CODES = (*COMMON_EXIT_CODES, EXIT_DOCTOR_PROBLEMS)
 
 _MARK = {"ok": "ok     ", "warning": "warning", "problem": "PROBLEM"}
 

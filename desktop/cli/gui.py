@@ -8,7 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from desktop.errors import UsageError
+from desktop.errors import COMMON_EXIT_CODES, UsageError
+
+# The window reports document and server problems itself; the process exits 0.
+EXIT_CODES = COMMON_EXIT_CODES
 
 
 def register(sub: Any) -> None:

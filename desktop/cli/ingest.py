@@ -4,14 +4,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from desktop.cli.common import open_store
-from desktop.documents.model import Document
-from desktop.errors import EXIT_DOCUMENT, DocumentError, LongdocError
-from desktop.library import expand_paths, open_document
+from desktop.errors import (
+    COMMON_EXIT_CODES,
+    EXIT_DOCUMENT,
+    DocumentError,
+    DocumentUnreadable,
+    display_path,
+    one_line,
+    plural,
+)
+
+if TYPE_CHECKING:
+    from desktop.documents.model import Document
+
+EXIT_CODES = (*COMMON_EXIT_CODES, EXIT_DOCUMENT)
 
 
 def register(sub: Any) -> None:
@@ -20,18 +31,24 @@ def register(sub: Any) -> None:
         "ingest",
         help="extract, count and store documents",
         description="Extract the text of documents (PDF, Word .docx, WebVTT/SRT transcripts, "
-        "text, Markdown; folders are searched), "
-        "count their exact Qwen3.5 tokens and store them for later questions.",
+        "text, Markdown; folders are searched), count their exact Qwen3.5 tokens and store "
+        "them for later questions. Anything that is not a regular file (a pipe, a device) "
+        "is refused before it is read.",
     )
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     p.add_argument("--json", action="store_true", help="one JSON object per file and line")
     p.set_defaults(func=cmd_ingest)
 
 
+def json_path(path: Path) -> str:
+    """A path for JSON output: as given, with bytes that are not UTF-8 as ``\\xNN``."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def describe(doc: Document, path: Path) -> dict[str, Any]:
     """The JSON line for an ingested document."""
     return {
-        "path": str(path),
+        "path": json_path(path),
         "sha256": doc.sha256,
         "title": doc.title,
         "kind": doc.kind,
@@ -43,33 +60,55 @@ def describe(doc: Document, path: Path) -> dict[str, Any]:
     }
 
 
+def _files(paths: list[Path]) -> list[Path | DocumentError]:
+    """Each file to ingest, or the error for a folder holding no documents."""
+    from desktop.library import expand_paths
+
+    result: list[Path | DocumentError] = []
+    for path in paths:
+        found = expand_paths([path])
+        if path.is_dir() and not found:
+            result.append(
+                DocumentUnreadable(path, "this folder holds no PDF, text or Markdown documents")
+            )
+        result.extend(found)
+    return result
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
     """Ingest each file; a failed file is reported and the others go on."""
+    from desktop.cli.common import open_store
+    from desktop.library import open_document
+
     store = open_store()
     failed = False
     try:
-        for path in expand_paths(args.paths):
+        for item in _files(args.paths):
             try:
+                if isinstance(item, DocumentError):
+                    raise item
+                path = item
                 doc, reused = open_document(path, store)
             except DocumentError as exc:
                 failed = True
                 if args.json:
-                    print(json.dumps({"path": str(path), "error": exc.reason}), flush=True)
+                    print(
+                        json.dumps({"path": json_path(exc.path), "error": exc.reason}), flush=True
+                    )
                 else:
-                    print(f"Error: {exc}", file=sys.stderr)
+                    print(f"Error: {one_line(str(exc))}", file=sys.stderr)
                 continue
-            except LongdocError:
-                raise
             if args.json:
                 print(json.dumps(describe(doc, path), ensure_ascii=False), flush=True)
             else:
                 note = " (already stored)" if reused else ""
                 print(
-                    f"{path}: {doc.title!r}, {len(doc.pages)} pages, {doc.tokens:,} tokens{note}",
+                    f"{display_path(path)}: {doc.title!r}, {plural(len(doc.pages), 'page')}, "
+                    f"{plural(doc.tokens, 'token')}{note}",
                     flush=True,
                 )
                 for warning in doc.warnings:
-                    print(f"Warning: {path}: {warning}", file=sys.stderr)
+                    print(f"Warning: {display_path(path)}: {warning}", file=sys.stderr)
     finally:
         store.close()
     return EXIT_DOCUMENT if failed else 0

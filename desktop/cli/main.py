@@ -1,95 +1,178 @@
-"""The ``longdoc`` command: a thin layer over the core; one module per command group."""
+"""The ``longdoc`` command: a thin layer over the core; one module per command group.
+
+Start-up imports only what the chosen command needs: this module knows each command's
+name, module and one-line help, and imports the module only when that command runs or
+its help is shown (openai, Qt and the tokenizer are imported by the code that uses them).
+"""
 
 from __future__ import annotations
 
 import argparse
-import logging
+import contextlib
 import os
+import signal
 import sys
 from collections.abc import Sequence
+from types import FrameType
+from typing import NamedTuple
 
-from desktop import __version__
-from desktop.errors import EXIT_INTERRUPTED, EXIT_USAGE, LongdocError
 
-EXIT_CODES = """\
-exit codes:
-  0    success
-  1    storage problem: disk full, data directory not writable
-  2    usage: bad arguments or settings
-  3    document problem: unreadable, encrypted, no text, too large for the context
-  4    server unreachable, still loading, or refusing the API key
-  5    server rejected or broke off the request
-  10-18  server manager: no container runtime (10), no permission (11), image missing (12),
-       model folder missing (13), port in use (14), no GPU devices (15), bad profile (16),
-       server failed (17), not running (18), another profile's server running (19)
-  130  interrupted
-"""
+class Command(NamedTuple):
+    """A ``longdoc`` command: its module defines ``register(subparsers)`` and ``EXIT_CODES``."""
+
+    name: str
+    module: str
+    help: str
+
+
+# One line per command. The module's register() adds the subparser named `name` with its
+# arguments; its EXIT_CODES (codes from desktop.errors) become the help's epilog.
+COMMANDS: tuple[Command, ...] = (
+    Command("ingest", "desktop.cli.ingest", "extract, count and store documents"),
+    Command("ask", "desktop.cli.ask", "ask a question about a whole document"),
+    Command(
+        "summarize", "desktop.cli.summarize", "summarize every document in folders into one report"
+    ),
+    Command(
+        "review", "desktop.cli.summarize", "ask the same questions of every document: a review grid"
+    ),
+    Command("warm", "desktop.cli.warm", "prefill documents in the server's cache before asking"),
+    Command("server", "desktop.cli.server", "start, stop and watch the local inference server"),
+    Command(
+        "doctor",
+        "desktop.cli.doctor",
+        "check this workstation: app, data, container runtime, GPUs, model, server",
+    ),
+    Command(
+        "reset-db",
+        "desktop.cli.reset_db",
+        "move a damaged database aside (kept for recovery) and start a fresh one",
+    ),
+    Command("gui", "desktop.cli.gui", "open the desktop app (the default)"),
+)
+
+DESCRIPTION = (
+    "Ask questions about whole long documents with a local Qwen3.5 served by SGLang.\n"
+    "With no command, opens the desktop app."
+)
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse with usage errors as exit 2 and one ``Error:`` line."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        from desktop.errors import EXIT_USAGE, one_line
+
         self.print_usage(sys.stderr)
-        print(f"Error: {message}", file=sys.stderr)
+        print(f"Error: {one_line(message)}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full command-line parser."""
-    from desktop.cli import ask, doctor, gui, ingest, summarize, warm
+def _command_name(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names: its first word that is not an option (none take values)."""
+    for word in argv:
+        if word == "--":
+            return None
+        if not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given ``argv``, only the command it names is imported (others are listed)."""
+    import importlib
+
+    from desktop import __version__
+    from desktop.errors import exit_codes_help
 
     parser = _Parser(
         prog="longdoc",
-        description="Ask questions about whole long documents with a local Qwen3.5 "
-        "served by SGLang. With no command, opens the desktop app.",
-        epilog=EXIT_CODES,
+        description=DESCRIPTION,
+        epilog=exit_codes_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"longdoc {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    ingest.register(sub)
-    ask.register(sub)
-    summarize.register(sub)
-    gui.register(sub)
-    doctor.register(sub)
-    warm.register(sub)
-    try:
-        from desktop.cli import server
-    except ImportError:  # pragma: no cover - the server CLI ships with server_manager
-        pass
-    else:
-        server.register(sub)
-    for name, sp in sub.choices.items():
-        sp.epilog = sp.epilog or EXIT_CODES
-        sp.formatter_class = argparse.RawDescriptionHelpFormatter
-        if not sp.description:
-            sp.description = f"longdoc {name}"
+    chosen = None if argv is None else _command_name(argv)
+    wanted = {c.module for c in COMMANDS if argv is None or c.name == chosen}
+    registered: set[str] = set()
+    for command in COMMANDS:
+        if command.module not in wanted:
+            # Listed in `longdoc --help` without importing the module behind it.
+            sub.add_parser(command.name, help=command.help)
+            continue
+        if command.module in registered:
+            continue  # one module may add several commands (summarize and review)
+        registered.add(command.module)
+        module = importlib.import_module(command.module)
+        module.register(sub)
+        for name in (c.name for c in COMMANDS if c.module == command.module):
+            sp = sub.choices[name]
+            sp.epilog = exit_codes_help(getattr(module, "EXIT_CODES", None))
+            sp.formatter_class = argparse.RawDescriptionHelpFormatter
+            if not sp.description:
+                sp.description = command.help
     return parser
+
+
+def _on_sigint(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C: a KeyboardInterrupt, except inside an import, where it ends the process.
+
+    A KeyboardInterrupt raised while a module is being imported surfaces as a traceback
+    from deep inside a library (or as a RuntimeError from class creation); nothing is
+    stored yet at that point, so one line and exit 130 is all there is to do.
+    """
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            os.write(2, b"Error: interrupted.\n")
+            os._exit(130)
+        frame = frame.f_back
+    raise KeyboardInterrupt
+
+
+def _set_sigint(handler: object) -> None:
+    # ValueError: not the main thread (main() called from a test's thread).
+    with contextlib.suppress(ValueError):
+        signal.signal(signal.SIGINT, handler)  # type: ignore[arg-type]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse, dispatch, turn expected failures into one line and an exit code."""
+    _set_sigint(_on_sigint)
     probe = os.environ.get("LONGDOC_PROBE")
     if probe:
         # `longdoc doctor` in a one-folder build checks Qt in a child like this.
         from desktop.doctor import run_probe
 
         return run_probe(probe)
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
-        format="%(name)s: %(message)s",
-    )
-    if args.command is None:
-        args = parser.parse_args(["gui", *([] if argv is None else list(argv))])
+    # File names that are not UTF-8 reach us as surrogates; print them escaped, not crash.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+    # Everything Longdoc writes (data directory, database, logs, reports) is the user's only:
+    # the documents are confidential. Child processes (the server supervisor) inherit it.
+    os.umask(0o077)
+    words = list(sys.argv[1:] if argv is None else argv)
+
+    from desktop.errors import EXIT_INTERRUPTED, LongdocError, one_line
+
     try:
+        parser = build_parser(words)
+        args = parser.parse_args(words)
+        if args.command is None:
+            words = ["gui", *words]
+            args = build_parser(words).parse_args(words)
+        if args.verbose:
+            # Without -v, warnings still reach stderr through logging's last-resort handler.
+            import logging
+
+            logging.basicConfig(level=logging.DEBUG, format="%(name)s: %(message)s")
         code: int = args.func(args)
         return code
     except LongdocError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
+        print(f"Error: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("Error: interrupted.", file=sys.stderr)

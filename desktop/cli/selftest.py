@@ -8,8 +8,10 @@ import sys
 import threading
 from typing import Any
 
+from desktop.errors import EXIT_DOCTOR_PROBLEMS
+
 # A check found problems (shared with `longdoc doctor`): here, a needle was missed.
-EXIT_RECALL_LOST = 7
+EXIT_RECALL_LOST = EXIT_DOCTOR_PROBLEMS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cmd_selftest(args: argparse.Namespace) -> int:
     """Run the needle test against the configured (or given) server; store the results."""
+    from desktop.answering.service import resolve_endpoint
+    from desktop.cli.common import managed_server
     from desktop.config import data_dir, load_settings, with_overrides
     from desktop.errors import UsageError
     from desktop.selftest import parse_lengths, results_path, run_for_settings
@@ -49,7 +53,10 @@ def cmd_selftest(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr, flush=True)
 
     home = data_dir()
-    report = run_for_settings(settings, home, lengths, progress=say, cancel=threading.Event())
+    endpoint = resolve_endpoint(settings, managed_server(settings))
+    report = run_for_settings(
+        settings, endpoint, home, lengths, progress=say, cancel=threading.Event()
+    )
     path = results_path(home)
     if args.json:
         print(json.dumps(report.to_json(), indent=1))

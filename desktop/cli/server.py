@@ -1,32 +1,95 @@
-"""``longdoc server start|stop|restart|status|logs``: a thin layer over ``server_manager``."""
+"""``longdoc server start|stop|restart|status|logs``: a thin layer over ``server_manager``.
+
+This is the edge where the server manager's typed errors become one ``Error:`` line and
+an exit code: ``server_manager`` does not import ``desktop``, so its errors are not
+``LongdocError``s until they pass through ``_edge``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from desktop.config import data_dir, load_settings, with_overrides
-from desktop.errors import LongdocError
-from server_manager import ServerManager, ServerStatus, Stage
+from desktop.errors import (
+    COMMON_EXIT_CODES,
+    EXIT_DOCTOR_PROBLEMS,
+    EXIT_REQUEST_FAILED,
+    EXIT_SERVER_UNAVAILABLE,
+    LongdocError,
+    exit_codes_help,
+)
+from server_manager import ServerManager, ServerManagerError, ServerStatus, Stage
+from server_manager.errors import (
+    EXIT_IMAGE_MISSING,
+    EXIT_MODEL_DIR_MISSING,
+    EXIT_NO_CONTAINER_RUNTIME,
+    EXIT_NO_GPU_DEVICES,
+    EXIT_NOT_RUNNING,
+    EXIT_OTHER_SERVER_RUNNING,
+    EXIT_PORT_IN_USE,
+    EXIT_PROFILE_INVALID,
+    EXIT_RUNTIME_PERMISSION,
+    EXIT_SERVER_FAILED,
+)
 from server_manager.profiles import available_profiles
 
-EXIT_CODES = """\
-exit codes:
-  0   success
-  10  no container runtime (docker or podman) installed
-  11  no permission to use the container runtime
-  12  the profile's image is not present locally (load it with `docker load -i ...`)
-  13  the model directory is missing or has no config.json
-  14  the port is already in use
-  15  no GPU device nodes (/dev/kfd, /dev/dri)
-  16  the profile is invalid
-  17  the server failed: kept dying, or not ready in time
-  18  no server is running
-  19  a server with another profile is running
-"""
+# Only the codes each subcommand can return (desktop.errors.EXIT_CODES words them).
+_START = (
+    *COMMON_EXIT_CODES,
+    EXIT_SERVER_UNAVAILABLE,  # an external profile's server does not answer or refuses the key
+    EXIT_NO_CONTAINER_RUNTIME,
+    EXIT_RUNTIME_PERMISSION,
+    EXIT_IMAGE_MISSING,
+    EXIT_MODEL_DIR_MISSING,
+    EXIT_PORT_IN_USE,
+    EXIT_NO_GPU_DEVICES,
+    EXIT_PROFILE_INVALID,
+    EXIT_SERVER_FAILED,
+    EXIT_OTHER_SERVER_RUNNING,
+)
+SUBCOMMAND_EXIT_CODES: dict[str, tuple[int, ...]] = {
+    "start": _START,
+    "restart": _START,
+    # The runtime not answering; another process holding the start/stop lock.
+    "stop": (*COMMON_EXIT_CODES, EXIT_RUNTIME_PERMISSION, EXIT_SERVER_FAILED),
+    "status": COMMON_EXIT_CODES,
+    "logs": (*COMMON_EXIT_CODES, EXIT_NOT_RUNNING),
+    # Talks to the server (4, 5) and reports a missed needle (7).
+    "selftest": (
+        *COMMON_EXIT_CODES,
+        EXIT_SERVER_UNAVAILABLE,
+        EXIT_REQUEST_FAILED,
+        EXIT_DOCTOR_PROBLEMS,
+    ),
+}
+# The `server` group's help lists them all.
+EXIT_CODES = tuple(sorted({code for codes in SUBCOMMAND_EXIT_CODES.values() for code in codes}))
+
+
+class ServerCommandFailed(LongdocError):
+    """A server-manager error at the CLI edge: its sentence, its exit code."""
+
+    def __init__(self, error: ServerManagerError) -> None:
+        super().__init__(error.message)
+        self.exit_code = error.exit_code
+
+
+def _edge(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Run a command, turning server-manager errors into the CLI's own."""
+
+    @functools.wraps(func)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return func(args)
+        except ServerManagerError as exc:
+            raise ServerCommandFailed(exc) from exc
+
+    return run
 
 
 def _manager(args: argparse.Namespace) -> ServerManager:
@@ -38,13 +101,20 @@ def _print_stage(stage: Stage) -> None:
     print(stage.label, file=sys.stderr, flush=True)
 
 
+def _print_json(data: object) -> None:
+    print(json.dumps(data, indent=2))
+
+
+@_edge
 def cmd_start(args: argparse.Namespace) -> int:
     """Start (or adopt) the server; with waiting, print stages until it is ready."""
     manager = _manager(args)
     connection = manager.start(
-        on_stage=None if args.no_wait else _print_stage, wait=not args.no_wait
+        on_stage=None if args.no_wait or args.json else _print_stage, wait=not args.no_wait
     )
-    if args.no_wait:
+    if args.json:
+        _print_json(manager.status(gpus=False).to_json())
+    elif args.no_wait:
         print(
             f"Starting at {connection.url} (follow with `longdoc server status`).", file=sys.stderr
         )
@@ -53,17 +123,21 @@ def cmd_start(args: argparse.Namespace) -> int:
     return 0
 
 
+@_edge
 def cmd_stop(args: argparse.Namespace) -> int:
     """Stop the server gracefully; nothing is left running."""
     stopped = _manager(args).stop()
-    print("Server stopped." if stopped else "No Longdoc server was running.", file=sys.stderr)
+    if args.json:
+        _print_json({"stopped": stopped})
+    else:
+        print("Server stopped." if stopped else "No Longdoc server was running.", file=sys.stderr)
     return 0
 
 
+@_edge
 def cmd_restart(args: argparse.Namespace) -> int:
     """Stop, then start again (with the given profile)."""
-    manager = _manager(args)
-    manager.stop()
+    _manager(args).stop()
     return cmd_start(args)
 
 
@@ -103,22 +177,25 @@ def _format_status(status: ServerStatus) -> str:
     return "\n".join(lines)
 
 
+@_edge
 def cmd_status(args: argparse.Namespace) -> int:
     """Print the server's state (``--json``: the documented object)."""
     status = _manager(args).status()
     if args.json:
-        print(json.dumps(status.to_json(), indent=2))
+        _print_json(status.to_json())
     else:
         print(_format_status(status))
     return 0
 
 
+@_edge
 def cmd_logs(args: argparse.Namespace) -> int:
     """Print the server log; ``--follow`` keeps printing new lines until interrupted."""
     manager = _manager(args)
     try:
         for line in manager.logs(follow=args.follow):
-            print(line, flush=args.follow)
+            # --json: one object per line, so a follower can parse as lines arrive.
+            print(json.dumps({"line": line}) if args.json else line, flush=args.follow)
     except KeyboardInterrupt:
         return 0
     return 0
@@ -131,18 +208,24 @@ def register(subparsers: Any) -> None:
         help="start, stop and watch the local inference server",
         description="Start, stop and watch the local SGLang server (docker, podman or a "
         "host process), or use an external one, as the profile says.",
-        epilog=EXIT_CODES,
+        epilog=exit_codes_help(EXIT_CODES),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = server.add_subparsers(dest="server_command", metavar="SUBCOMMAND", required=True)
     profiles = ", ".join(available_profiles(None))
 
-    def add(name: str, help_text: str, func: object) -> argparse.ArgumentParser:
+    def add(
+        name: str,
+        help_text: str,
+        func: Callable[[argparse.Namespace], int],
+        json_help: str | None,
+    ) -> argparse.ArgumentParser:
+        """A subcommand with --profile and (unless it has its own, ``json_help=None``) --json."""
         parser: argparse.ArgumentParser = sub.add_parser(
             name,
             help=help_text,
             description=help_text,
-            epilog=EXIT_CODES,
+            epilog=exit_codes_help(SUBCOMMAND_EXIT_CODES[name]),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         parser.add_argument(
@@ -151,19 +234,34 @@ def register(subparsers: Any) -> None:
             default=None,
             help=f"server profile (bundled: {profiles}; or one of yours in <data dir>/profiles)",
         )
+        if json_help is not None:
+            parser.add_argument("--json", action="store_true", help=json_help)
         parser.set_defaults(func=func)
         return parser
 
+    status_json = "print the status object (as `status --json`) instead of progress lines"
     start = add(
-        "start", "start the server (or adopt the running one) and wait until ready", cmd_start
+        "start",
+        "start the server (or adopt the running one) and wait until ready",
+        cmd_start,
+        status_json,
     )
     start.add_argument("--no-wait", action="store_true", help="return once it is starting")
-    add("stop", "stop the server gracefully; nothing is left running", cmd_stop)
-    restart = add("restart", "stop and start again", cmd_restart)
+    add(
+        "stop",
+        "stop the server gracefully; nothing is left running",
+        cmd_stop,
+        'print {"stopped": true|false}',
+    )
+    restart = add("restart", "stop and start again", cmd_restart, status_json)
     restart.add_argument("--no-wait", action="store_true", help="return once it is starting")
-    status = add("status", "show state, load and GPU use", cmd_status)
-    status.add_argument("--json", action="store_true", help="print one JSON object")
-    logs = add("logs", "print the server log", cmd_logs)
+    add("status", "show state, load and GPU use", cmd_status, "print one JSON object")
+    logs = add(
+        "logs",
+        "print the server log (the API key is blanked)",
+        cmd_logs,
+        'print one {"line": ...} object per line',
+    )
     logs.add_argument("--follow", "-f", action="store_true", help="keep printing new lines")
     from desktop.cli import selftest
 
@@ -174,6 +272,7 @@ def register(subparsers: Any) -> None:
             "depths of generated documents, recall per length and depth, prefill and decode "
             "speed, prefix-cache reuse (exit 7 when a needle is missed)",
             selftest.cmd_selftest,
+            None,  # selftest adds its own --json (the report as one object)
         )
     )
 

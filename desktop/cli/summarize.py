@@ -10,15 +10,25 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-EXIT_CODES_BATCH = """\
-exit codes:
-  0    every document has its answers (now or from an earlier run)
-  1    storage problem: the disk is full or the report cannot be written
-  2    usage: bad arguments, questions file or template
-  4    server unreachable, still loading, or refusing the API key (nothing was asked)
-  6    some documents failed: the report lists each with its reason
-  130  interrupted (finished answers are kept; run again to resume)
-"""
+from desktop.errors import (
+    EXIT_BATCH_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_SERVER_UNAVAILABLE,
+    EXIT_STORAGE,
+    EXIT_USAGE,
+)
+
+# Worded in desktop/errors.py (the one table); 4 only when nothing could be asked, and a
+# document's own problem is a failed row in the report (6), never exit 3.
+EXIT_CODES = (
+    EXIT_OK,
+    EXIT_STORAGE,
+    EXIT_USAGE,
+    EXIT_SERVER_UNAVAILABLE,
+    EXIT_BATCH_FAILED,
+    EXIT_INTERRUPTED,
+)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -59,8 +69,6 @@ def register(sub: Any) -> None:
         "and write a report. Finished answers are stored as they complete, so running it "
         "again resumes where it stopped. Folders are searched recursively; files that are "
         "not documents are listed as skipped.",
-        epilog=EXIT_CODES_BATCH,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _common(summarize)
     what = summarize.add_mutually_exclusive_group()
@@ -81,8 +89,6 @@ def register(sub: Any) -> None:
         "prompt) and write a grid: one row per document, one column per question, each "
         "cell the answer with its page citations and their check status. CSV is the grid "
         "format; Markdown and JSON hold the same answers.",
-        epilog=EXIT_CODES_BATCH,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _common(review)
     review.add_argument(
@@ -117,7 +123,7 @@ def cmd_review(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, job: Any) -> int:
     from desktop.answering.service import Answerer, resolve_endpoint
     from desktop.batch import Batch, collect, default_concurrency, report_format, write_atomically
-    from desktop.cli.common import open_store, settings_from
+    from desktop.cli.common import managed_server, open_store, settings_from
     from desktop.errors import EXIT_BATCH_FAILED, EXIT_INTERRUPTED, UsageError
 
     job.force = bool(args.force)
@@ -131,7 +137,7 @@ def _run(args: argparse.Namespace, job: Any) -> int:
         raise UsageError("no files found in the given paths")
     settings = settings_from(args)
     store = open_store()
-    answerer = Answerer(store, resolve_endpoint(settings), settings)
+    answerer = Answerer(store, resolve_endpoint(settings, managed_server(settings)), settings)
     cancel = threading.Event()
     try:
         concurrency = args.concurrency or default_concurrency(answerer.client.server_info())

@@ -8,11 +8,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from desktop.answering.pages import PageRangeError, parse_range
-from desktop.answering.service import Answerer, resolve_endpoint
-from desktop.cli.common import open_store, settings_from
-from desktop.errors import EXIT_DOCUMENT, DocumentError, UsageError
-from desktop.library import expand_paths, open_document
+from desktop.errors import (
+    COMMON_EXIT_CODES,
+    EXIT_DOCUMENT,
+    EXIT_REQUEST_FAILED,
+    EXIT_SERVER_UNAVAILABLE,
+    DocumentError,
+    UsageError,
+    display_path,
+    one_line,
+)
+
+EXIT_CODES = (*COMMON_EXIT_CODES, EXIT_DOCUMENT, EXIT_SERVER_UNAVAILABLE, EXIT_REQUEST_FAILED)
 
 
 def register(sub: Any) -> None:
@@ -26,7 +33,7 @@ def register(sub: Any) -> None:
         "or stored; a document the server already holds is reported as already warm.",
     )
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
-    p.add_argument("--pages", metavar="RANGE", help="only these pages, e.g. 1-120")
+    p.add_argument("--pages", metavar="RANGE", help="only these pages, e.g. 1-120 or iv..xii")
     p.add_argument("--endpoint", metavar="URL", help="server URL (default: managed server)")
     p.add_argument("--model", metavar="NAME", help="model name (default: the server's)")
     p.add_argument("--api-key", metavar="KEY", help="API key for the server")
@@ -36,11 +43,17 @@ def register(sub: Any) -> None:
 
 def cmd_warm(args: argparse.Namespace) -> int:
     """Warm each document in turn; a document that fails is reported and the others go on."""
+    from desktop.answering.pages import PageRangeError, parse_range
+    from desktop.answering.service import Answerer, resolve_endpoint
+    from desktop.cli.common import managed_server, open_store, settings_from
+    from desktop.cli.ingest import json_path
+    from desktop.library import expand_paths, open_document
+
     settings = settings_from(args)
     store = open_store()
     failed = False
     try:
-        answerer = Answerer(store, resolve_endpoint(settings), settings)
+        answerer = Answerer(store, resolve_endpoint(settings, managed_server(settings)), settings)
         try:
             for path in expand_paths(args.paths):
                 try:
@@ -50,18 +63,21 @@ def cmd_warm(args: argparse.Namespace) -> int:
                         try:
                             pages = parse_range(args.pages, doc.pages)
                         except PageRangeError as exc:
-                            raise UsageError(f"{path}: {exc}") from None
+                            raise UsageError(f"{display_path(path)}: {exc}") from None
                     warmed = answerer.prewarm(doc, pages)
                 except DocumentError as exc:
                     failed = True
                     if args.json:
-                        print(json.dumps({"path": str(path), "error": exc.reason}), flush=True)
+                        print(
+                            json.dumps({"path": json_path(exc.path), "error": exc.reason}),
+                            flush=True,
+                        )
                     else:
-                        print(f"Error: {exc}", file=sys.stderr)
+                        print(f"Error: {one_line(str(exc))}", file=sys.stderr)
                     continue
                 if args.json:
                     row = {
-                        "path": str(path),
+                        "path": json_path(path),
                         "sha256": doc.sha256,
                         "first_page": pages.first if pages else 1,
                         "last_page": pages.last if pages else len(doc.pages),
@@ -74,7 +90,7 @@ def cmd_warm(args: argparse.Namespace) -> int:
                 else:
                     state = "already warm" if warmed.was_warm else "warmed"
                     print(
-                        f"{path}: {state}, {warmed.prefix_tokens:,} tokens ready "
+                        f"{display_path(path)}: {state}, {warmed.prefix_tokens:,} tokens ready "
                         f"({warmed.seconds:.1f} s)",
                         flush=True,
                     )

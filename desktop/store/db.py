@@ -1,28 +1,35 @@
-"""SQLite store (sqlite-utils): documents with their pages, and every answer.
+"""SQLite store: documents with their pages, and every answer.
 
 One file in the data directory, WAL mode so the GUI and CLI can use it at once, a busy
 timeout so concurrent writers wait instead of failing, and schema changes as registered
-migrations applied on open.
+migrations applied on open. Queries are plain ``sqlite3``: sqlite-utils (50 ms to import)
+is loaded only for migrations and for ``Store.db``.
+
+The database and its ``-wal``/``-shm`` files are created owner-only (0600): SQLite gives the
+journal files the database file's mode.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from desktop.documents.model import Document, OutlineEntry, Page
-from desktop.errors import StorageError
+from desktop.errors import DatabaseDamaged, StorageError, display_path
 from desktop.processes import pid_alive
 from desktop.store.migrations import MIGRATIONS
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 BUSY_TIMEOUT_MS = 15_000
 
@@ -111,6 +118,55 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+# SQLite's words for a file that is not a database or has damaged pages.
+_DAMAGED = ("malformed", "not a database", "file is encrypted")
+
+
+def _translate(path: Path, exc: sqlite3.Error) -> StorageError:
+    """The StorageError for a SQLite failure: damaged, full, or anything else."""
+    text = str(exc)
+    if isinstance(exc, sqlite3.DatabaseError) and any(word in text for word in _DAMAGED):
+        return DatabaseDamaged(path, text)
+    if "full" in text:
+        return StorageError(
+            f"{display_path(path)}: the disk is full; free some space and try again"
+        )
+    return StorageError(f"{display_path(path)}: {text}")
+
+
+class LazyDatabase:
+    """``execute`` straight on the connection; sqlite-utils' helpers (``table``...) on demand.
+
+    Reading a stored document must not pay 50 ms for importing sqlite-utils.
+    """
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self._full: sqlite_utils.Database | None = None
+
+    def execute(self, sql: str, parameters: Any = None) -> sqlite3.Cursor:
+        """Run one statement on the connection."""
+        if parameters is None:
+            return self.conn.execute(sql)
+        return self.conn.execute(sql, parameters)
+
+    def __getattr__(self, name: str) -> Any:
+        if self._full is None:
+            import sqlite_utils
+
+            self._full = sqlite_utils.Database(self.conn)
+        return getattr(self._full, name)
+
+
+def _create_private(path: Path) -> None:
+    """Create the database file owner-only before SQLite does (it would use the umask)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
 class Store:
     """Thread-safe access to the Longdoc database; one connection guarded by a lock."""
 
@@ -118,31 +174,69 @@ class Store:
         self.path = Path(path)
         self._lock = threading.RLock()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            # Autocommit mode: transactions are explicit (see _transaction) because
-            # sqlite-utils' helpers commit on their own and would split a save in two.
-            conn = sqlite3.connect(
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            _create_private(self.path)
+            # Autocommit mode: transactions are explicit (see _transaction) so a save is
+            # one transaction, never split by a library's own commit.
+            self.conn = sqlite3.connect(
                 str(self.path),
                 timeout=BUSY_TIMEOUT_MS / 1000,
                 check_same_thread=False,
                 isolation_level=None,
             )
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            self.db = sqlite_utils.Database(conn)
+        except OSError as exc:
+            raise StorageError(
+                f"{display_path(self.path)}: cannot open the database ({exc.strerror or exc})"
+            ) from exc
+        except sqlite3.Error as exc:
+            raise StorageError(
+                f"{display_path(self.path)}: cannot open the database ({exc})"
+            ) from exc
+        try:
             with self._write():
-                MIGRATIONS.apply(self.db)
+                self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                self._enable_wal()
+                self.conn.execute("PRAGMA foreign_keys = ON")
+                self.conn.execute("PRAGMA synchronous = NORMAL")
+                MIGRATIONS.apply(self.conn)
             # A process killed mid-answer leaves a 'running' row behind; it is incomplete.
             self.mark_orphaned()
-        except (sqlite3.Error, OSError) as exc:
-            raise StorageError(f"{self.path}: cannot open the database ({exc})") from exc
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def _enable_wal(self) -> None:
+        """Switch to WAL; on a brand-new file other processes may hold it for a moment."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                self.conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                # Changing the journal mode needs an exclusive lock, and SQLite reports
+                # "locked" here without calling the busy handler.
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+
+    @cached_property
+    def db(self) -> LazyDatabase:
+        """The connection as a ``sqlite_utils.Database`` (loaded only if its helpers are used)."""
+        return LazyDatabase(self.conn)
 
     def close(self) -> None:
         """Close the connection."""
         with self._lock:
-            self.db.close()
+            self.conn.close()
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """The connection for a read, with SQLite failures as StorageError."""
+        with self._lock:
+            try:
+                yield self.conn
+            except sqlite3.Error as exc:
+                raise _translate(self.path, exc) from exc
 
     @contextmanager
     def _write(self) -> Iterator[None]:
@@ -150,19 +244,14 @@ class Store:
         with self._lock:
             try:
                 yield
-            except sqlite3.OperationalError as exc:
-                text = str(exc)
-                if "full" in text:
-                    raise StorageError(
-                        f"{self.path}: the disk is full; free some space and try again"
-                    ) from exc
-                raise StorageError(f"{self.path}: {text}") from exc
+            except sqlite3.Error as exc:
+                raise _translate(self.path, exc) from exc
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         """One atomic write: all of it lands or none of it does."""
         with self._write():
-            conn = self.db.conn
+            conn = self.conn
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -214,16 +303,13 @@ class Store:
                 ],
             )
 
-    def load_document(self, sha256: str, extractor: str | None = None) -> Document | None:
-        """The stored document, or None if absent or extracted by another extractor version."""
-        with self._lock:
-            rows = list(self.db.table("documents").rows_where("sha256 = ?", [sha256]))
-            if not rows:
+    def load_document(self, sha256: str) -> Document | None:
+        """The stored document with its pages, or None."""
+        with self._read() as conn:
+            row = _one(conn, "SELECT * FROM documents WHERE sha256 = ?", [sha256])
+            if row is None:
                 return None
-            row = rows[0]
-            if extractor is not None and row["extractor"] != extractor:
-                return None
-            page_rows = self.db.execute(
+            page_rows = conn.execute(
                 "SELECT number, label, text, tokens FROM pages WHERE sha256 = ? ORDER BY number",
                 [sha256],
             ).fetchall()
@@ -268,7 +354,7 @@ class Store:
     def remember_model(self, url: str, model: str, context_length: int | None) -> None:
         """Note the model an endpoint served (so a cache hit needs no server call next time)."""
         with self._write():
-            self.db.execute(
+            self.conn.execute(
                 "INSERT OR REPLACE INTO endpoint_models (url, model, context_length, updated_at)"
                 " VALUES (?, ?, ?, ?)",
                 [url, model, context_length, time.time()],
@@ -276,24 +362,22 @@ class Store:
 
     def remembered_model(self, url: str) -> str | None:
         """The model ``url`` served last time, if known."""
-        with self._lock:
-            row = self.db.execute(
-                "SELECT model FROM endpoint_models WHERE url = ?", [url]
-            ).fetchone()
+        with self._read() as conn:
+            row = conn.execute("SELECT model FROM endpoint_models WHERE url = ?", [url]).fetchone()
         return str(row[0]) if row and row[0] else None
 
     def touch_document(self, sha256: str, path: str) -> None:
         """Record that a document was opened again (possibly from a new path)."""
         with self._write():
-            self.db.execute(
+            self.conn.execute(
                 "UPDATE documents SET opened_at = ?, path = ? WHERE sha256 = ?",
                 [time.time(), path, sha256],
             )
 
     def list_documents(self) -> list[DocumentSummary]:
         """Every stored document, most recently opened first."""
-        with self._lock:
-            rows = self.db.execute(
+        with self._read() as conn:
+            rows = conn.execute(
                 "SELECT sha256, path, title, kind, page_count, tokens, chars, empty_pages,"
                 " opened_at FROM documents ORDER BY opened_at DESC"
             ).fetchall()
@@ -338,13 +422,11 @@ class Store:
         if key.model:
             where += " AND model = ?"
             args.append(key.model)
-        with self._lock:
-            rows = list(
-                self.db.table("answers").rows_where(
-                    where, args, order_by="created_at DESC", limit=1
-                )
+        with self._read() as conn:
+            row = _one(
+                conn, f"SELECT * FROM answers WHERE {where} ORDER BY created_at DESC LIMIT 1", args
             )
-        return _answer(rows[0]) if rows else None
+        return _answer(row) if row else None
 
     def start_answer(self, key: AnswerKey, extra: dict[str, Any] | None = None) -> int:
         """Record a question being asked; it stays 'running' until finished."""
@@ -365,9 +447,13 @@ class Store:
             "created_at": time.time(),
             "extra": _json(extra or {}),
         }
+        columns = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
         with self._write():
-            last = self.db.table("answers").insert(row).last_pk
-            return int(last)  # type: ignore[arg-type]
+            cursor = self.conn.execute(
+                f"INSERT INTO answers ({columns}) VALUES ({marks})", list(row.values())
+            )
+            return int(cursor.lastrowid or 0)
 
     def finish_answer(
         self,
@@ -387,21 +473,22 @@ class Store:
         """Store the outcome; ``status`` is complete, incomplete (stopped) or failed."""
         if status not in ("complete", "incomplete", "failed"):
             raise ValueError(f"bad answer status {status!r}")
+        values = {
+            "status": status,
+            "answer": answer,
+            "reasoning": reasoning,
+            "finish_reason": finish_reason,
+            "error": error,
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "cached_tokens": cached_tokens,
+            "ttft_s": ttft_s,
+            "total_s": total_s,
+        }
+        assignments = ", ".join(f"{column} = ?" for column in values)
         with self._write():
-            self.db.table("answers").update(
-                answer_id,
-                {
-                    "status": status,
-                    "answer": answer,
-                    "reasoning": reasoning,
-                    "finish_reason": finish_reason,
-                    "error": error,
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": completion_tokens,
-                    "cached_tokens": cached_tokens,
-                    "ttft_s": ttft_s,
-                    "total_s": total_s,
-                },
+            self.conn.execute(
+                f"UPDATE answers SET {assignments} WHERE id = ?", [*values.values(), answer_id]
             )
 
     def update_answer_extra(self, answer_id: int, values: dict[str, Any]) -> None:
@@ -415,28 +502,27 @@ class Store:
 
     def get_answer(self, answer_id: int) -> StoredAnswer | None:
         """One answer by id."""
-        with self._lock:
-            rows = list(self.db.table("answers").rows_where("id = ?", [answer_id]))
-        return _answer(rows[0]) if rows else None
+        with self._read() as conn:
+            row = _one(conn, "SELECT * FROM answers WHERE id = ?", [answer_id])
+        return _answer(row) if row else None
 
     def answers_for(self, sha256: str) -> list[StoredAnswer]:
         """Every answer about a document, oldest first."""
-        with self._lock:
-            rows = list(
-                self.db.table("answers").rows_where("document_sha = ?", [sha256], order_by="id")
+        with self._read() as conn:
+            cursor = conn.execute(
+                "SELECT * FROM answers WHERE document_sha = ? ORDER BY id", [sha256]
             )
+            rows = [_row(cursor, r) for r in cursor.fetchall()]
         return [_answer(r) for r in rows]
 
     def mark_orphaned(self) -> int:
         """Answers left 'running' by a process that has died become 'incomplete'."""
-        with self._lock:
-            rows = self.db.execute(
-                "SELECT id, extra FROM answers WHERE status = 'running'"
-            ).fetchall()
+        with self._read() as conn:
+            rows = conn.execute("SELECT id, extra FROM answers WHERE status = 'running'").fetchall()
         dead = [row[0] for row in rows if not pid_alive(json.loads(row[1] or "{}").get("pid"))]
         if dead:
             with self._write():
-                self.db.execute(
+                self.conn.execute(
                     "UPDATE answers SET status = 'incomplete', error = 'interrupted'"
                     f" WHERE status = 'running' AND id IN ({', '.join('?' * len(dead))})",
                     dead,
@@ -535,6 +621,17 @@ class Store:
         return self.get_thread(row[0]) if row else None
 
 
+def _row(cursor: sqlite3.Cursor, values: tuple[Any, ...]) -> dict[str, Any]:
+    return {d[0]: v for d, v in zip(cursor.description, values, strict=True)}
+
+
+def _one(conn: sqlite3.Connection, sql: str, args: list[Any]) -> dict[str, Any] | None:
+    """The first row of a query as a dict, or None."""
+    cursor = conn.execute(sql, args)
+    values = cursor.fetchone()
+    return None if values is None else _row(cursor, values)
+
+
 def _answer(row: dict[str, Any]) -> StoredAnswer:
     return StoredAnswer(
         id=row["id"],
@@ -559,3 +656,41 @@ def _answer(row: dict[str, Any]) -> StoredAnswer:
         created_at=row["created_at"],
         extra=json.loads(row["extra"] or "{}"),
     )
+
+
+# --- a damaged database ----------------------------------------------------------------
+
+
+def damage(path: Path) -> str | None:
+    """What SQLite finds wrong with the database at ``path``, or None when it is sound."""
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+    except sqlite3.Error as exc:
+        return str(exc)
+    try:
+        rows = conn.execute("PRAGMA quick_check").fetchall()
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    finally:
+        conn.close()
+    problems = [str(r[0]) for r in rows if r[0] != "ok"]
+    return "; ".join(problems[:3]) or None
+
+
+def set_aside(path: Path) -> Path:
+    """Rename the database and its ``-wal``/``-shm`` files to ``<name>.damaged-<time>``.
+
+    Nothing is deleted: the moved files can still be opened together (SQLite finds the
+    journal by name) for recovery, e.g. with ``sqlite3 FILE .recover``.
+    """
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = path.with_name(f"{path.name}.damaged-{stamp}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
+    for suffix in ("-wal", "-shm", ""):
+        source = Path(f"{path}{suffix}")
+        if source.exists():
+            source.rename(Path(f"{target}{suffix}"))
+    return target

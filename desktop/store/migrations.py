@@ -1,9 +1,156 @@
-"""Registered schema migrations; applied in order when the store opens."""
+"""Registered schema migrations; applied in order when the store opens.
+
+Append new migrations at the end with ``@MIGRATIONS()``; each runs once per database,
+inside the same write transaction as the record of it, and receives a
+``sqlite_utils.Database``. The record lives in sqlite-utils' ``_sqlite_migrations`` table,
+so databases made before this module applied migrations itself keep their history.
+
+Applying is safe with many processes opening a new data directory at once: the pending
+list is read without a lock (the usual case: nothing to do, and sqlite-utils is not even
+imported), and migrations run under ``BEGIN IMMEDIATE``, which takes the write lock
+(waiting up to the busy timeout) before the pending list is read again.
+"""
 
 from __future__ import annotations
 
-from sqlite_utils import Database
-from sqlite_utils.migrations import Migrations
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+MigrationFunction = Callable[["Database"], None]
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One registered schema change."""
+
+    name: str
+    fn: MigrationFunction
+    transactional: bool = True
+
+
+@dataclass(frozen=True)
+class AppliedMigration:
+    """A row of the record: which migration ran, and when (UTC, as text)."""
+
+    name: str
+    applied_at: str
+
+
+def _connection(db: Any) -> sqlite3.Connection:
+    """The sqlite3 connection of a connection or of a ``sqlite_utils.Database``."""
+    return db if isinstance(db, sqlite3.Connection) else db.conn
+
+
+class Migrations:
+    """An ordered set of migrations, compatible with ``sqlite_utils.migrations.Migrations``."""
+
+    table = "_sqlite_migrations"
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._migrations: list[Migration] = []
+
+    def __call__(
+        self, *, name: str | None = None, transactional: bool = True
+    ) -> Callable[[MigrationFunction], MigrationFunction]:
+        """Register the decorated function; ``transactional=False`` for e.g. ``VACUUM``."""
+
+        def register(fn: MigrationFunction) -> MigrationFunction:
+            migration_name = name or fn.__name__
+            if any(m.name == migration_name for m in self._migrations):
+                raise ValueError(f"migration {migration_name!r} is registered twice")
+            self._migrations.append(Migration(migration_name, fn, transactional))
+            return fn
+
+        return register
+
+    def applied(self, db: Any) -> list[AppliedMigration]:
+        """The migrations of this set recorded in the database, in the order they ran."""
+        conn = _connection(db)
+        exists = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [self.table]
+        ).fetchone()
+        if not exists:
+            return []
+        rows = conn.execute(
+            f"SELECT name, applied_at FROM {self.table} WHERE migration_set = ? ORDER BY rowid",
+            [self.name],
+        ).fetchall()
+        return [AppliedMigration(r[0], r[1]) for r in rows]
+
+    def pending(self, db: Any) -> list[Migration]:
+        """Registered migrations not yet recorded (read-only)."""
+        done = {m.name for m in self.applied(db)}
+        return [m for m in self._migrations if m.name not in done]
+
+    def apply(self, db: Any) -> list[str]:
+        """Apply what is pending, each once even with many processes; the names applied.
+
+        ``db`` is a connection in autocommit mode (``isolation_level=None``) or a
+        ``sqlite_utils.Database`` around one.
+        """
+        conn = _connection(db)
+        if not self.pending(conn):
+            return []
+        from sqlite_utils import Database
+
+        wrapped = db if not isinstance(db, sqlite3.Connection) else Database(conn)
+        ran: list[str] = []
+        while True:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._ensure_table(conn)
+                todo = self.pending(conn)
+                if not todo:
+                    conn.execute("COMMIT")
+                    return ran
+                migration = todo[0]
+                if migration.transactional:
+                    migration.fn(wrapped)
+                    self._record(conn, migration.name)
+                    conn.execute("COMMIT")
+                else:
+                    # e.g. VACUUM refuses to run inside a transaction: run it on its own,
+                    # then record it (another process may run it too: such are idempotent).
+                    conn.execute("COMMIT")
+                    migration.fn(wrapped)
+                    conn.execute("BEGIN IMMEDIATE")
+                    self._record(conn, migration.name)
+                    conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            ran.append(migration.name)
+
+    def _ensure_table(self, conn: sqlite3.Connection) -> None:
+        """The record table, with sqlite-utils' schema."""
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS [{self.table}] ("
+            "[id] INTEGER PRIMARY KEY, [migration_set] TEXT, [name] TEXT, [applied_at] TEXT)"
+        )
+        conn.execute(
+            f"CREATE UNIQUE INDEX IF NOT EXISTS [idx_{self.table}_migration_set_name] "
+            f"ON [{self.table}] ([migration_set], [name])"
+        )
+
+    def _record(self, conn: sqlite3.Connection, name: str) -> None:
+        import datetime
+
+        conn.execute(
+            f"INSERT OR IGNORE INTO {self.table} (migration_set, name, applied_at)"
+            " VALUES (?, ?, ?)",
+            [self.name, name, str(datetime.datetime.now(datetime.UTC))],
+        )
+
+    def __repr__(self) -> str:
+        return f"<Migrations {self.name!r}: {[m.name for m in self._migrations]}>"
+
 
 MIGRATIONS = Migrations("longdoc")
 

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 
 from desktop.answering.budget import plan_budget
 from desktop.documents.model import Document
-from desktop.errors import DocumentError
+from desktop.errors import DocumentError, plural
 from desktop.library import expand_paths, open_document
 from desktop.store.db import DocumentSummary, Store
 from desktop.ui import messages, tasks
@@ -149,7 +149,7 @@ class LibraryPanel(QWidget):
         pages = QStandardItem(f"{s.pages:,}")
         pages.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if s.empty_pages:
-            pages.setToolTip(f"{s.empty_pages} pages without text (scanned?)")
+            pages.setToolTip(f"{plural(s.empty_pages, 'page')} without text (scanned?)")
         tokens = QStandardItem(f"{s.tokens:,}")
         tokens.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         fits = QStandardItem()
@@ -326,7 +326,10 @@ class LibraryPanel(QWidget):
         if doc.warnings:
             messages.warning(f"{path.name}: {'; '.join(doc.warnings)}")
         elif not reused:
-            messages.info(f"Read {path.name}: {len(doc.pages):,} pages, {doc.tokens:,} tokens.")
+            messages.info(
+                f"Read {path.name}: {plural(len(doc.pages), 'page')}, "
+                f"{plural(doc.tokens, 'token')}."
+            )
         if path == self._open_after:
             self.document_opened.emit(doc)
         self.refresh()

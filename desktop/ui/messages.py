@@ -18,6 +18,11 @@ from PySide6.QtWidgets import QMessageBox, QWidget
 from desktop.answering.format import page_span
 from desktop.documents.model import Page
 from desktop.errors import DocumentTooLarge, LongdocError, suggest_page_end
+from server_manager.errors import ServerManagerError
+
+# Expected failures: their own sentence is the message (the server manager's are its own
+# type, as server_manager does not import desktop).
+_EXPECTED = (LongdocError, ServerManagerError)
 
 log = logging.getLogger("longdoc.ui")
 
@@ -94,8 +99,8 @@ def reset_bus() -> None:
 
 
 def describe(exc: BaseException) -> str:
-    """The user's sentence for an exception: a LongdocError's own text, else a generic one."""
-    if isinstance(exc, LongdocError):
+    """The user's sentence for an exception: an expected error's own text, else a generic one."""
+    if isinstance(exc, _EXPECTED):
         return str(exc)
     return f"Unexpected error: {type(exc).__name__}: {exc}"
 
@@ -126,7 +131,7 @@ def warning(text: str) -> None:
 def error(exc: BaseException | str, parent: QWidget | None = None, serious: bool = False) -> None:
     """Show an error: always in the status area; with a dialog when ``serious``."""
     text = exc if isinstance(exc, str) else describe(exc)
-    if not isinstance(exc, str | LongdocError):
+    if not isinstance(exc, (str, *_EXPECTED)):
         log.error("unexpected error", exc_info=exc)
     bus().post(Message(Level.ERROR, text))
     if serious and parent is not None:

@@ -526,7 +526,9 @@ class ServerPanel(QDialog):
             self._selftest_cancel.set()
             self.selftest_button.setEnabled(False)
             return
+        from desktop.answering.service import resolve_endpoint
         from desktop.selftest import DEFAULT_LENGTHS, run_for_settings
+        from server_manager import connection_for
 
         settings = self.monitor.settings
         home = data_dir()
@@ -547,6 +549,7 @@ class ServerPanel(QDialog):
         self._selftest_task = tasks.run_call(
             lambda: run_for_settings(
                 settings,
+                resolve_endpoint(settings, lambda: connection_for(home, settings)),
                 home,
                 lengths or DEFAULT_LENGTHS,
                 progress=relay.line_posted.emit,

@@ -16,9 +16,10 @@ from desktop.answering.budget import Budget, plan_budget
 from desktop.answering.events import Sent
 from desktop.answering.prompt import PageRange, count_prompt_tokens
 from desktop.answering.service import Answerer, Endpoint, resolve_endpoint
-from desktop.config import Settings
+from desktop.config import Settings, data_dir
 from desktop.documents.model import Document
 from desktop.store.db import Store, StoredAnswer
+from server_manager import Connection, connection_for
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class Session:
 
     def answerer(self) -> Answerer:
         """The answerer for the configured or managed endpoint (blocking: reads state)."""
-        endpoint = resolve_endpoint(self.settings)
+        endpoint = resolve_endpoint(self.settings, self._managed)
         with self._lock:
             current = self._answerer
             if current is not None and current.endpoint == endpoint:
@@ -62,9 +63,13 @@ class Session:
                 current.close()
             return self._answerer
 
+    def _managed(self) -> Connection | None:
+        """The server Longdoc manages, if one runs (for ``resolve_endpoint``)."""
+        return connection_for(data_dir(), self.settings)
+
     def endpoint(self) -> Endpoint:
         """Where questions go now (blocking)."""
-        return resolve_endpoint(self.settings)
+        return resolve_endpoint(self.settings, self._managed)
 
     def context_length(self) -> int:
         """The server's context length (network call)."""

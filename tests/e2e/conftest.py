@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-TEST_IMAGE = "localhost/longdoc-test-sglang:1"
+TEST_IMAGE = "localhost/longdoc-test-sglang:2"
 TEST_MODEL = "Qwen3.5-test"
 # What the sandbox (and CI) allows: runc instead of crun, and limits no higher than ours.
 NOFILE = min(65536, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
@@ -81,7 +81,9 @@ def _rootfs_tar() -> bytes:
         add_link("lib", "usr/lib")
         add_link("lib64", "usr/lib64")
         add_file("etc/passwd", "root:x:0:0:root:/root:/bin/sh\n")
-        add_file("etc/group", "root:x:0:\n")
+        # video: the bundled ROCm profiles run with --group-add video, which the runtime
+        # resolves in the image's own group file (as in the real ROCm images).
+        add_file("etc/group", "root:x:0:\nvideo:x:44:\n")
     return buf.getvalue()
 
 
@@ -150,14 +152,15 @@ def write_profile(home: Path, name: str, values: dict[str, object]) -> Path:
 
 
 def server_args(startup_delay: float = 1.0, extra: tuple[str, ...] = ()) -> list[str]:
-    """The test server's own command line (it takes a subset of SGLang's flags)."""
+    """The test server's own command line (it takes a subset of SGLang's flags).
+
+    No key here: Longdoc adds ``--config FILE`` with it, as for SGLang.
+    """
     return [
         "--host",
         "{host}",
         "--port",
         "{port}",
-        "--api-key",
-        "{api_key}",
         "--model-name",
         "{served_model_name}",
         "--model-path",
@@ -165,6 +168,7 @@ def server_args(startup_delay: float = 1.0, extra: tuple[str, ...] = ()) -> list
         "--startup-delay",
         str(startup_delay),
         "--log-stages",
+        "--log-args",
         *extra,
     ]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -18,14 +19,22 @@ from desktop.config import Settings
 from desktop.processes import pid_alive
 from server_manager import ServerManager, Stage, connection_for
 from server_manager.errors import ServerFailed
+from server_manager.processes import identify
+from server_manager.profiles import available_profiles, load_profile
 from server_manager.runtime import parse_inspect, parse_port_bindings
 from tests.conftest import CORPUS_DIR
 from tests.e2e.conftest import (
+    ROOT,
+    RUNTIME_ARGS,
     TEST_MODEL,
     ProfileMaker,
+    free_port,
+    host_mounts,
     longdoc_cli,
     podman,
+    server_args,
     wait_for,
+    write_profile,
 )
 
 pytestmark = [pytest.mark.container, pytest.mark.slow]
@@ -82,6 +91,38 @@ def outward_ip() -> str | None:
     return None if ip.startswith("127.") else ip
 
 
+def cmdlines_holding(secret: str) -> list[int]:
+    """Pids of every process on the machine whose argv holds ``secret`` (as ps shows it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if secret.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def assert_key_secret(home: Path, key: str) -> None:
+    """No argv holds the key; the key files are private; logs and status show it blanked."""
+    assert len(key) >= 32
+    assert cmdlines_holding(key) == []
+    for name in ("api_key", "engine.yaml", "engine.env"):
+        path = home / "server" / name
+        if path.exists():
+            assert path.stat().st_mode & 0o777 == 0o600, name
+    server_log = (home / "server" / "logs" / "server.log").read_text()
+    supervisor_log = (home / "server" / "logs" / "supervisor.log").read_text()
+    assert key not in server_log and key not in supervisor_log
+    # The engine logs its arguments, key included, as it starts (as SGLang does).
+    assert "api_key='[redacted]'" in server_log
+    for args in (("server", "logs"), ("server", "logs", "--json"), ("server", "status")):
+        result = longdoc_cli(home, *args, "--profile", "test")
+        assert result.returncode == 0, result.stderr
+        assert key not in result.stdout + result.stderr
+
+
 def container_id(name: str) -> str:
     """The container's id (changes when it is recreated)."""
     return parse_inspect(podman("container", "inspect", name).stdout)[0].id
@@ -102,7 +143,7 @@ def test_start_ready_in_order_secure_and_status(
     key_file = managed_home / "server" / "api_key"
     assert connection.api_key == key_file.read_text().strip()
     assert key_file.stat().st_mode & 0o777 == 0o600
-    assert connection_for(managed_home) == connection
+    assert connection_for(managed_home, Settings(profile="test")) == connection
     # The key is required, and the port is published on loopback only.
     assert http_status(f"{connection.url}/v1/models") == 401
     assert http_status(f"{connection.url}/v1/models", connection.api_key) == 200
@@ -133,6 +174,19 @@ def test_start_ready_in_order_secure_and_status(
 
     logs = longdoc_cli(managed_home, "server", "logs")
     assert "The server is fired up and ready to roll!" in logs.stdout
+
+    # The key: never on the runtime's or the engine's argv, only in the read-only config.
+    key = connection.api_key
+    inspected = json.loads(podman("container", "inspect", name).stdout)[0]
+    assert key not in json.dumps(inspected)  # CreateCommand, Args, Env, Labels: none has it
+    assert "--config" in inspected["Args"]
+    config_mounts = [
+        m for m in inspected["Mounts"] if m["Destination"] == "/run/longdoc/engine.yaml"
+    ]
+    assert len(config_mounts) == 1 and config_mounts[0]["RW"] is False
+    assert config_mounts[0]["Source"] == str(managed_home / "server" / "engine.yaml")
+    assert key in (managed_home / "server" / "engine.yaml").read_text()
+    assert_key_secret(managed_home, key)
 
 
 def test_second_process_adopts_and_racing_starts_agree(
@@ -168,6 +222,20 @@ def test_second_process_adopts_and_racing_starts_agree(
     assert container_id(names[0]) == first_id
     assert http_status(f"{connection.url}/v1/models", connection.api_key) == 200
 
+    # Every server subcommand speaks --json.
+    started_json = longdoc_cli(managed_home, "server", "start", "--json", "--profile", "test")
+    assert started_json.returncode == 0, started_json.stderr
+    assert json.loads(started_json.stdout)["state"] == "ready"
+    assert started_json.stderr == ""  # no replayed progress lines either
+    restarted = longdoc_cli(managed_home, "server", "restart", "--json", "--profile", "test")
+    assert restarted.returncode == 0, restarted.stderr
+    assert json.loads(restarted.stdout)["state"] == "ready"
+    assert container_id(names[0]) != first_id
+    lines = longdoc_cli(managed_home, "server", "logs", "--json", "--profile", "test").stdout
+    assert all(set(json.loads(line)) == {"line"} for line in lines.splitlines())
+    stopped = longdoc_cli(managed_home, "server", "stop", "--json", "--profile", "test")
+    assert json.loads(stopped.stdout) == {"stopped": True}
+
 
 def test_killed_server_is_restarted_with_backoff(
     managed_home: Path, container_profile: ProfileMaker
@@ -190,6 +258,13 @@ def test_killed_server_is_restarted_with_backoff(
     assert http_status(f"{connection.url}/v1/models", connection.api_key) == 200
     supervisor_log = (managed_home / "server" / "logs" / "supervisor.log").read_text()
     assert "killed by signal 9 (exit code 137); restarting in 0.5 s" in supervisor_log
+
+    # Progress is per run: the restart's stages once, and nothing replayed on adoption.
+    state = json.loads((managed_home / "server" / "state.json").read_text())
+    assert state["stages"] == [stage.key for stage in Stage]
+    adopted = longdoc_cli(managed_home, "server", "start", "--profile", "test")
+    assert adopted.returncode == 0, adopted.stderr
+    assert adopted.stderr.splitlines() == [f"Ready at {connection.url} (model {TEST_MODEL})"]
 
     # The second crash waits twice as long (exponential backoff).
     os.kill(second.pid, 9)
@@ -239,10 +314,18 @@ def test_stop_leaves_nothing(managed_home: Path, container_profile: ProfileMaker
     assert not pid_alive(state["supervisor_pid"])
     assert not (managed_home / "server" / "state.json").exists()
     assert m.status(gpus=False).state == "stopped"
-    assert connection_for(managed_home) is None
+    assert connection_for(managed_home, Settings(profile="test")) is None
     again = longdoc_cli(managed_home, "server", "stop")
     assert again.returncode == 0
     assert again.stderr.strip() == "No Longdoc server was running."
+
+
+def _last_error(result: subprocess.CompletedProcess[str]) -> str:
+    """The one ``Error:`` line, after the progress lines (if any) that came before it."""
+    lines = result.stderr.strip().splitlines()
+    assert [line for line in lines if line.startswith("Error")] == lines[-1:], result.stderr
+    assert all(line.endswith(("…", "loaded", "ready", "up")) for line in lines[:-1])
+    return lines[-1]
 
 
 def _one_error(result: subprocess.CompletedProcess[str]) -> str:
@@ -377,3 +460,268 @@ def test_ask_uses_the_managed_server_without_configuration(
     down = longdoc_cli(managed_home, "ask", str(four), "Another?")
     assert down.returncode == 2
     assert "longdoc server start" in down.stderr
+
+
+def test_vllm_gets_its_key_from_a_private_env_file(
+    managed_home: Path, container_profile: ProfileMaker
+) -> None:
+    profile = container_profile(
+        engine="vllm", startup_delay=0.3, server_extra=("--api-key-env", "VLLM_API_KEY")
+    )
+    connection = manager(managed_home).start()
+    key = connection.api_key
+    assert http_status(f"{connection.url}/v1/models") == 401
+    assert http_status(f"{connection.url}/v1/models", key) == 200
+    name = f"longdoc-vllm-{profile['port']}"
+    inspected = json.loads(podman("container", "inspect", name).stdout)[0]
+    create_command = inspected["Config"]["CreateCommand"]
+    assert key not in json.dumps([inspected["Path"], inspected["Args"], create_command])
+    assert "--env-file" in create_command
+    # The runtime keeps the environment in the container's config (visible to whoever may
+    # use the runtime, as the README says); vLLM reads VLLM_API_KEY from it.
+    assert f"VLLM_API_KEY={key}" in inspected["Config"]["Env"]
+    assert not any(m["Destination"] == "/run/longdoc/engine.yaml" for m in inspected["Mounts"])
+    assert_key_secret(managed_home, key)
+
+
+BUNDLED_CONTAINER_PROFILES = [
+    name for name in available_profiles(None) if load_profile(name, None).kind == "container"
+]
+
+
+@pytest.mark.parametrize("name", BUNDLED_CONTAINER_PROFILES)
+def test_bundled_container_profiles_run_under_podman(
+    managed_home: Path, test_image: str, model_dir: Path, name: str
+) -> None:
+    """The bundled runtime_args as they ship; only GPU devices, image and engine swapped."""
+    bundled = load_profile(name, None)
+    assert bundled.runtime_args  # the arguments under test
+    extra = ("--api-key-env", "VLLM_API_KEY") if bundled.engine == "vllm" else ()
+    write_profile(
+        managed_home,
+        name,
+        {
+            "runtime": "podman",
+            "image": test_image,
+            "devices": [],  # no /dev/kfd, /dev/dri here
+            "gpu_vendor": "none",
+            "command": [sys.executable, "-m", "tests.support.sglang_server"],
+            "workdir": str(ROOT),
+            "engine_args": server_args(0.2, extra),
+            "extra_engine_args": [],
+            "model_dir": str(model_dir),
+            "served_model_name": TEST_MODEL,
+            "port": free_port(),
+            "extra_runtime_args": RUNTIME_ARGS,
+            "mounts": host_mounts(),
+            "ready_timeout_s": 30,
+            "restart": {"max_restarts": 0},
+        },
+    )
+    started = longdoc_cli(managed_home, "server", "start", "--profile", name)
+    assert started.returncode == 0, started.stderr
+    loaded = load_profile(name, managed_home)
+    inspected = json.loads(podman("container", "inspect", loaded.container_name).stdout)[0]
+    for arg in bundled.runtime_args:
+        assert arg in inspected["Config"]["CreateCommand"]
+    # In the host's IPC namespace indeed (podman 4.3's inspect says "shareable" regardless).
+    pid = inspected["State"]["Pid"]
+    assert os.readlink(f"/proc/{pid}/ns/ipc") == os.readlink("/proc/self/ns/ipc")
+    assert longdoc_cli(managed_home, "server", "stop", "--profile", name).returncode == 0
+
+
+def test_a_refused_run_fails_at_once_with_the_runtimes_message(
+    managed_home: Path, container_profile: ProfileMaker
+) -> None:
+    container_profile(extra_runtime_args=[*RUNTIME_ARGS, "--no-such-flag"])
+    result = longdoc_cli(managed_home, "server", "start", "--profile", "test")
+    assert result.returncode == 17
+    assert _last_error(result) == (
+        "Error: podman run refused to start the server: Error: unknown flag: --no-such-flag."
+    )
+    state = json.loads((managed_home / "server" / "state.json").read_text())
+    assert state["state"] == "failed" and state["restarts"] == 0
+    supervisor_log = (managed_home / "server" / "logs" / "supervisor.log").read_text()
+    assert "restarting in" not in supervisor_log
+
+
+def test_a_runtime_permission_error_in_the_supervisor_is_exit_11(
+    managed_home: Path, container_profile: ProfileMaker, tmp_path: Path
+) -> None:
+    # A podman that lets the checks through but refuses `run` as docker does to a user
+    # outside its group (the group changed, or the socket's mode, after the checks).
+    wrapper = tmp_path / "bin" / "podman"
+    wrapper.parent.mkdir()
+    real = shutil.which("podman")
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = run ]; then\n'
+        "  echo 'permission denied while trying to connect to the Docker daemon socket at "
+        "unix:///var/run/docker.sock' >&2\n"
+        "  exit 1\n"
+        "fi\n"
+        f'exec {real} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    container_profile(runtime=str(wrapper))
+    result = longdoc_cli(managed_home, "server", "start", "--profile", "test")
+    assert result.returncode == 11, result.stderr
+    assert _last_error(result).startswith("Error: No permission to use podman: ")
+    state = json.loads((managed_home / "server" / "state.json").read_text())
+    assert state["restarts"] == 0
+
+
+def test_preflight_reports_every_problem_at_once(
+    managed_home: Path, container_profile: ProfileMaker
+) -> None:
+    port = free_port()
+    container_profile(
+        image="localhost/longdoc-no-such-image:0", model_dir="/nonexistent/Qwen3.5", port=port
+    )
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", port))
+        blocker.listen()
+        result = longdoc_cli(managed_home, "server", "start", "--profile", "test")
+    assert result.returncode == 12  # the image: the most fundamental of the three
+    line = _one_error(result)
+    assert line.startswith("Error: 3 problems prevent the start: (1) The image ")
+    assert "(2) The model directory /nonexistent/Qwen3.5 does not exist" in line
+    assert f"(3) Port {port} is already in use" in line
+    mine = managed_home / "profiles" / "test.toml"
+    assert line.count(str(mine)) == 3  # each says where to fix it: the user's file
+
+
+def _live(pid: int) -> bool:
+    return identify(pid) is not None
+
+
+def test_native_key_stays_off_the_command_line(
+    managed_home: Path, native_profile: ProfileMaker
+) -> None:
+    native_profile()
+    connection = manager(managed_home, "native-test").start()
+    state = json.loads((managed_home / "server" / "state.json").read_text())
+    cmdline = Path(f"/proc/{state['pid']}/cmdline").read_bytes().split(b"\0")
+    assert b"--config" in cmdline
+    assert str(managed_home / "server" / "engine.yaml").encode() in cmdline
+    assert http_status(f"{connection.url}/v1/models") == 401
+    assert http_status(f"{connection.url}/v1/models", connection.api_key) == 200
+    result = longdoc_cli(managed_home, "server", "logs", "--profile", "native-test")
+    assert connection.api_key not in result.stdout
+    assert cmdlines_holding(connection.api_key) == []
+
+
+def test_start_and_stop_never_kill_a_process_a_stale_state_names(
+    managed_home: Path, native_profile: ProfileMaker
+) -> None:
+    native_profile()
+    (managed_home / "longdoc.toml").write_text('profile = "native-test"\n')
+    stranger = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    try:
+        (managed_home / "server").mkdir(parents=True, exist_ok=True)
+        # What a reboot leaves: the old pids, now some other program's.
+        stale = {
+            "profile": "native-test",
+            "kind": "native",
+            "endpoint": "http://127.0.0.1:9",
+            "model": TEST_MODEL,
+            "state": "ready",
+            "pid": stranger.pid,
+            "supervisor_pid": stranger.pid,
+        }
+        (managed_home / "server" / "state.json").write_text(json.dumps(stale))
+        status = longdoc_cli(managed_home, "server", "status", "--json")
+        assert json.loads(status.stdout)["state"] == "stopped"
+        started = longdoc_cli(managed_home, "server", "start")
+        assert started.returncode == 0, started.stderr
+        assert stranger.poll() is None
+        (managed_home / "server" / "state.json").write_text(json.dumps(stale))
+        stopped = longdoc_cli(managed_home, "server", "stop")
+        assert stopped.returncode == 0, stopped.stderr
+        assert stranger.poll() is None
+        os.killpg(stranger.pid, 0)
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_backoff_forgets_the_dead_engine(managed_home: Path, native_profile: ProfileMaker) -> None:
+    native_profile(
+        engine_args=[*server_args(0.2, ("--exit-after", "1"))],
+        restart={"max_restarts": 3, "window_s": 600, "backoff_base_s": 300, "backoff_max_s": 300},
+    )
+    m = manager(managed_home, "native-test")
+    first = m.start()
+    assert first.url
+    state_file = managed_home / "server" / "state.json"
+    engine = json.loads(state_file.read_text())["pid"]
+
+    def waiting() -> dict[str, object] | None:
+        state = json.loads(state_file.read_text())
+        return state if state["restarts"] == 1 else None
+
+    state = wait_for(waiting, 30, "the backoff")
+    assert isinstance(state, dict)
+    assert "restarting in 300 s" in str(state["error"])
+    assert state["pid"] == 0 and state["process"] is None
+    assert not _live(engine)
+    started = time.monotonic()
+    assert m.stop() is True  # the supervisor only
+    assert time.monotonic() - started < 30
+
+
+def test_native_engine_without_its_supervisor_is_replaced_as_status_says(
+    managed_home: Path, native_profile: ProfileMaker
+) -> None:
+    native_profile()
+    m = manager(managed_home, "native-test")
+    m.start()
+    state = json.loads((managed_home / "server" / "state.json").read_text())
+    os.kill(state["supervisor_pid"], 9)  # as the OOM killer would
+    wait_for(lambda: not _live(state["supervisor_pid"]), 10, "the supervisor to die")
+    assert _live(state["pid"])
+
+    status = m.status(gpus=False)
+    assert status.error is not None
+    assert f"The native server (pid {state['pid']}) runs without its supervisor" in status.error
+    assert "`longdoc server start` stops it and starts a fresh one" in status.error
+
+    connection = m.start()
+    assert not _live(state["pid"])
+    new_state = json.loads((managed_home / "server" / "state.json").read_text())
+    assert new_state["pid"] != state["pid"] and _live(new_state["pid"])
+    assert http_status(f"{connection.url}/v1/models", connection.api_key) == 200
+
+
+def test_a_container_of_another_home_with_our_name_is_left_alone(
+    managed_home: Path, container_profile: ProfileMaker, test_image: str
+) -> None:
+    profile = container_profile()
+    name = f"longdoc-sglang-{profile['port']}"
+    # Another data directory (another user's Longdoc, say) runs a server under this name.
+    podman(
+        "run",
+        "--detach",
+        "--name",
+        name,
+        "--label",
+        "longdoc.home=/somewhere/else",
+        *RUNTIME_ARGS,
+        *[arg for mount in host_mounts() for arg in ("--volume", mount)],
+        "--entrypoint",
+        sys.executable,
+        test_image,
+        "-c",
+        "import time; time.sleep(600)",
+    )
+    try:
+        stranger = container_id(name)
+        result = longdoc_cli(managed_home, "server", "start", "--profile", "test")
+        assert result.returncode == 17
+        assert f"A container named {name} that this Longdoc did not start" in _last_error(result)
+        assert container_id(name) == stranger
+        assert parse_inspect(podman("container", "inspect", name).stdout)[0].running
+        assert longdoc_cli(managed_home, "server", "stop").returncode == 0
+        assert parse_inspect(podman("container", "inspect", name).stdout)[0].running
+    finally:
+        podman("rm", "--force", name, check=False)

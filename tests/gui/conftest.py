@@ -95,7 +95,7 @@ def open_document(window: MainWindow, qtbot: object, path: Path) -> None:
     """Add a file and wait until it is shown."""
     window.add_paths([path])
     qtbot.waitUntil(  # type: ignore[attr-defined]
-        lambda: window.document is not None and Path(window.document.path) == path.resolve(),
+        lambda: window.document is not None and Path(window.document.path) == path.absolute(),
         timeout=30_000,
     )
 

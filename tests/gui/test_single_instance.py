@@ -76,13 +76,13 @@ def test_a_second_start_sends_its_file_to_the_open_window_and_exits(
     elapsed = time.monotonic() - started
     out, err = second.communicate()
     assert second.returncode == 0, err
-    assert blocker.args == [[FOUR_PAGES.resolve()]]
+    assert blocker.args == [[FOUR_PAGES.absolute()]]
     assert err.strip().splitlines()[-1] == ALREADY_OPEN
     assert out == ""
     assert elapsed < 20, f"the second start took {elapsed:.1f} s"
     # The first instance added the file and shows it.
     qtbot.waitUntil(
-        lambda: window.document is not None and Path(window.document.path) == FOUR_PAGES.resolve(),
+        lambda: window.document is not None and Path(window.document.path) == FOUR_PAGES.absolute(),
         timeout=30_000,
     )
 

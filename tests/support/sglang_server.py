@@ -26,6 +26,7 @@ import dataclasses
 import importlib.resources
 import json
 import math
+import os
 import re
 import select
 import signal
@@ -40,6 +41,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, ClassVar, Literal, TextIO
 from urllib.parse import unquote, urlsplit
 
@@ -1913,12 +1915,51 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="crash with exit code 1 after this many seconds",
     )
+    p.add_argument(
+        "--config",
+        default=None,
+        help="YAML file of `flag-name: value` lines, read like SGLang's (flags override it)",
+    )
+    p.add_argument(
+        "--log-args",
+        action="store_true",
+        help="log every argument, key included, as SGLang does at start-up (ServerArgs)",
+    )
+    p.add_argument(
+        "--api-key-env",
+        default=None,
+        metavar="NAME",
+        help="take the key from this environment variable (as vLLM reads VLLM_API_KEY)",
+    )
     return p
+
+
+def merge_config(argv: Sequence[str]) -> list[str]:
+    """SGLang's ``--config`` rule: the file's keys become flags, placed before the command
+    line's own so that those win (sglang ``ConfigArgumentMerger``); one flat YAML mapping of
+    scalars, the values plain or double-quoted."""
+    args = list(argv)
+    if "--config" not in args:
+        return args
+    at = args.index("--config")
+    path = Path(args[at + 1])
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        raise SystemExit(f"Config file must be YAML format, got: {path.suffix}")
+    from_file: list[str] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        key, _, value = line.partition(":")
+        value = value.strip()
+        from_file += [f"--{key.strip()}", json.loads(value) if value.startswith('"') else value]
+    return from_file + args[:at] + args[at + 2 :]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the server in the foreground until SIGTERM/SIGINT (exit 0) or --exit-after (1)."""
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(merge_config(sys.argv[1:] if argv is None else argv))
+    if args.api_key_env:
+        args.api_key = os.environ.get(args.api_key_env) or args.api_key
     behaviour = Behaviour(
         token_delay_s=args.token_delay,
         prefill_tokens_per_s=args.prefill_tokens_per_s,
@@ -1950,6 +1991,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    if args.log_args:
+        # SGLang logs every server argument, the key included, as it starts.
+        fake.log(
+            f"server_args=ServerArgs(model_path={args.model_path!r}, "
+            f"served_model_name={args.model_name!r}, api_key={args.api_key!r}, "
+            f"port={args.port})"
+        )
     try:
         qwen_encoding()  # load the vocabulary before accepting requests
         fake.start()

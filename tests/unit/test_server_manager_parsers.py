@@ -20,7 +20,7 @@ def test_inspect_running() -> None:
     text = (DATA / "podman-inspect-running.json").read_text()
     [state] = parse_inspect(text)
     assert state.name == "cap1"
-    assert state.running and not state.exited
+    assert state.running
     assert state.status == "running"
     assert state.pid > 0
     assert state.labels == {"longdoc.managed": "1", "longdoc.port": "30000"}
@@ -29,7 +29,7 @@ def test_inspect_running() -> None:
 
 def test_inspect_killed() -> None:
     [state] = parse_inspect((DATA / "podman-inspect-killed.json").read_text())
-    assert not state.running and state.exited
+    assert not state.running and state.status == "exited"
     assert state.exit_code == 137
     assert state.pid == 0
     assert state.describe_exit() == "was killed by signal 9 (exit code 137)"
@@ -224,3 +224,20 @@ def test_stages_never_go_backwards_and_reset() -> None:
     assert stage_of("nothing to see") is None
     assert Stage.LOADING_WEIGHTS.label == "Loading weights…"
     assert Stage.MEMORY_POOL_READY.key == "memory_pool_ready"
+
+
+def test_runtime_refusals_keep_the_runtimes_sentence() -> None:
+    from server_manager.runtime import _is_permission_problem, _summary
+
+    podman = "Error: unknown flag: --no-such-flag\nSee 'podman run --help'\n"
+    assert _summary(podman) == "Error: unknown flag: --no-such-flag"
+    assert _summary("") == "no output"
+    assert _summary("one\ntwo\n") == "two"
+    docker = (
+        "docker: permission denied while trying to connect to the Docker daemon socket at "
+        "unix:///var/run/docker.sock: Post ...: dial unix /var/run/docker.sock: connect: "
+        "permission denied.\nSee 'docker run --help'."
+    )
+    assert _is_permission_problem(_summary(docker))
+    # A file the container may not read is the run's problem, not the user's runtime access.
+    assert not _is_permission_problem("Error: stat /model: permission denied")

@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from desktop.config import Settings
-from server_manager import Connection, ServerManager, ServerStatus, connection_for
+from server_manager import (
+    Connection,
+    ManagerConfig,
+    ServerManager,
+    ServerStatus,
+    connection_for,
+)
 from server_manager.gpu import GpuInfo, gpu_report
 from server_manager.logs import ServerLog, log_files, read_lines
 from server_manager.state import (
@@ -149,7 +155,7 @@ def test_status_json_has_exactly_the_documented_keys() -> None:
 
 def test_stopped_status_without_anything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no amd-smi, rocm-smi or runtime
-    manager = ServerManager(tmp_path, Settings())
+    manager = ServerManager(tmp_path, ManagerConfig())
     status = manager.status()
     assert status.state == "stopped"
     assert status.gpus == []
@@ -172,7 +178,9 @@ def test_connection_for_reads_state_and_key(tmp_path: Path) -> None:
             state="ready",
         ),
     )
-    assert connection_for(tmp_path) == Connection("http://127.0.0.1:30000", key, "Q")
+    assert connection_for(tmp_path, ManagerConfig()) == Connection(
+        "http://127.0.0.1:30000", key, "Q"
+    )
     assert Connection("http://h:1", "k", "m").v1_url == "http://h:1/v1"
     write_state(
         paths,
@@ -184,7 +192,7 @@ def test_connection_for_reads_state_and_key(tmp_path: Path) -> None:
             state="failed",
         ),
     )
-    assert connection_for(tmp_path) is None
+    assert connection_for(tmp_path, ManagerConfig()) is None
 
 
 def test_connection_for_external_profile_without_start(tmp_path: Path) -> None:
@@ -192,5 +200,15 @@ def test_connection_for_external_profile_without_start(tmp_path: Path) -> None:
     (tmp_path / "profiles" / "external.toml").write_text(
         'url = "http://gpu-box:30000/"\napi_key = "shared"\nserved_model_name = "Q"\n'
     )
-    settings = Settings(profile="external")
+    settings = Settings(profile="external")  # the app's settings fit ManagerSettings
     assert connection_for(tmp_path, settings) == Connection("http://gpu-box:30000", "shared", "Q")
+
+
+def test_a_key_an_engine_would_take_for_an_option_is_replaced(tmp_path: Path) -> None:
+    paths = Paths(tmp_path)
+    paths.ensure()
+    paths.api_key.write_text("-starts-like-an-option\n")
+    key = api_key(paths)
+    assert not key.startswith("-")
+    assert len(key) == 64 and set(key) <= set("0123456789abcdef")
+    assert api_key(paths) == key

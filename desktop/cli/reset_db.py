@@ -1,0 +1,58 @@
+"""``longdoc reset-db``: move a damaged database aside (kept for recovery), start a fresh one."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from desktop.errors import COMMON_EXIT_CODES, StorageError, display_path
+
+EXIT_CODES = COMMON_EXIT_CODES
+
+
+def register(sub: Any) -> None:
+    """Add the ``reset-db`` command."""
+    p = sub.add_parser(
+        "reset-db",
+        help="move a damaged database aside (kept for recovery) and start a fresh one",
+        description="Check the database (longdoc.db in the data directory); if SQLite finds "
+        "it damaged, rename it and its -wal/-shm files to longdoc.db.damaged-<time> (nothing "
+        "is deleted: `sqlite3 FILE .recover` can save what is left) and create an empty one. "
+        "Documents must then be ingested again; answers start afresh. Close the app first.",
+    )
+    p.add_argument(
+        "--force", action="store_true", help="set the database aside even if it looks sound"
+    )
+    p.set_defaults(func=cmd_reset_db)
+
+
+def cmd_reset_db(args: argparse.Namespace) -> int:
+    """Set the damaged database aside and open a fresh one."""
+    from desktop.config import db_path
+    from desktop.store.db import Store, damage, set_aside
+
+    path = db_path()
+    if not path.exists():
+        print(f"No database at {display_path(path)} yet; nothing to do.", file=sys.stderr)
+        return 0
+    problem = damage(path)
+    if problem is None and not args.force:
+        print(
+            f"{display_path(path)} is sound; nothing to do (--force sets it aside anyway).",
+            file=sys.stderr,
+        )
+        return 0
+    try:
+        moved = set_aside(path)
+    except OSError as exc:
+        raise StorageError(
+            f"{display_path(path)}: cannot move the database aside ({exc.strerror or exc})"
+        ) from exc
+    Store(path).close()
+    print(
+        f"Moved the database to {display_path(moved)} (kept for recovery); started a fresh "
+        f"one at {display_path(path)}. Ingest your documents again.",
+        file=sys.stderr,
+    )
+    return 0
