@@ -17,6 +17,7 @@ import binascii
 import logging
 import marshal
 import os
+import re
 import threading
 import unicodedata
 from collections.abc import Sequence
@@ -128,22 +129,26 @@ def encoding() -> tiktoken.Encoding:
         return _encoding
 
 
+_WORD = re.compile(f"[^{_WHITE_SPACE}]+")
+_SPACE = re.compile(f"[{_WHITE_SPACE}]+")
+_NEWLINES = re.compile("[\r\n]*")
+
+
 def _chunks(text: str) -> set[bytes]:
     """Pieces of ``text`` that together contain every piece tiktoken's split makes.
 
-    Each chunk is one run of non-space characters with the whole space runs on both sides.
-    No piece of Qwen's split pattern spans two non-space runs (a piece is a space run, or
-    at most one leading character, non-space characters, and trailing newlines), so each
-    lies inside one chunk.
+    Qwen's split pattern makes pieces that are either all white space (inside one space
+    run) or at most one leading character, non-space characters and the newlines right
+    after them (``[\r\n]*`` after punctuation). So the chunks are every space run, and
+    every non-space run with the character before it and the newlines after it.
     """
-    import re
-
-    bounds = [m.span() for m in re.finditer(f"[^{_WHITE_SPACE}]+", text)]
-    if not bounds:
-        return {text.encode()}
-    starts = [0] + [end for _, end in bounds[:-1]]
-    ends = [start for start, _ in bounds[1:]] + [len(text)]
-    return {text[a:b].encode() for a, b in zip(starts, ends, strict=True)}
+    found = set(_SPACE.findall(text))
+    match_newlines = _NEWLINES.match
+    for word in _WORD.finditer(text):
+        start, end = word.span()
+        tail = match_newlines(text, end).end()  # type: ignore[union-attr]
+        found.add(text[max(start - 1, 0) : tail])
+    return {chunk.encode() for chunk in found}
 
 
 def partial_encoding(texts: Sequence[str]) -> tiktoken.Encoding:
