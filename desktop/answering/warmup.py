@@ -116,7 +116,8 @@ def prefill(
         }
     else:
         path = "/v1/completions"
-        body = {"model": model, "prompt": prompt, "max_tokens": 1, "temperature": 0, "rid": rid}
+        # Standard fields only: a server other than SGLang may refuse unknown ones (422).
+        body = {"model": model, "prompt": prompt, "max_tokens": 1, "temperature": 0}
     started = time.monotonic()
     http = httpx2.Client(
         timeout=httpx2.Timeout(timeout_s, connect=CONNECT_TIMEOUT_S),
