@@ -30,6 +30,9 @@ bench: $(VENV)/.test-installed
 	$(BIN)/python bench/bench_batch.py
 	$(BIN)/python bench/bench_docx.py
 	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_ui_stream.py
+	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_stop.py
+	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_library.py
+	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_ui_tasks.py
 	$(BIN)/python bench/bench_markdown_parsers.py
 
 screenshots: $(VENV)/.test-installed

@@ -264,3 +264,40 @@ def with_overrides(settings: Settings, **overrides: Any) -> Settings:
     result = dataclasses.replace(settings, **changes)
     result.validate()
     return result
+
+
+# --- where each setting comes from (the settings dialog shows it) ----------------------------
+
+
+def setting_sources(
+    path: Path | None = None,
+    *,
+    env: bool = True,
+    flags: dict[str, Any] | None = None,
+) -> dict[str, str]:
+    """For every setting, where its effective value comes from, with the same precedence as
+    ``load_settings`` + ``with_overrides``: "flag", "environment (VAR)", "file" or "default".
+    """
+    import tomllib
+
+    path = path or config_path()
+    in_file: set[str] = set()
+    try:
+        text = _read_config(path)
+        raw = tomllib.loads(text) if text is not None else {}
+        in_file = {key for key in raw if key != "version"}
+    except (ConfigError, tomllib.TOMLDecodeError):
+        pass  # load_settings reports a bad file; here it just sets nothing
+    sources: dict[str, str] = {}
+    for f in fields(Settings):
+        name = f.name
+        var = _ENV.get(name)
+        if flags and flags.get(name) is not None:
+            sources[name] = "flag"
+        elif env and var and os.environ.get(var):
+            sources[name] = f"environment ({var})"
+        elif name in in_file:
+            sources[name] = "file"
+        else:
+            sources[name] = "default"
+    return sources

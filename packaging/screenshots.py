@@ -5,7 +5,7 @@
 (or ``make screenshots``; under Xvfb, drop QT_QPA_PLATFORM). Uses a temporary
 LONGDOC_HOME, so your own library and settings are untouched. Writes: 01-first-run,
 02-document, 03-streaming, 04-quote-marks, 05-prefill, 06-cached, 07-over-budget,
-08-server, 09-settings, 10-thread (.png).
+08-server, 09-settings, 10-thread, 11-citation-highlight (.png).
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ["LONGDOC_HOME"] = tempfile.mkdtemp(prefix="longdoc-shots-")
 
-from PySide6.QtCore import QEventLoop  # noqa: E402
+from PySide6.QtCore import QEventLoop, Qt  # noqa: E402
+from PySide6.QtGui import QTextCursor  # noqa: E402
+from PySide6.QtTest import QTest  # noqa: E402
 from PySide6.QtWidgets import QWidget  # noqa: E402
 
 import desktop.ui  # noqa: E402,F401  (PySide6 6.12.0 workaround first)
@@ -78,6 +80,26 @@ def shoot(widget: QWidget, out: Path, name: str) -> None:
     print(path)
 
 
+def click_citation(window: MainWindow, href: str) -> None:
+    """Click the answer's first link to ``href`` with the mouse, as a user would."""
+    browser = window.ask_panel.answer_view.browser
+    block = browser.document().begin()
+    while block.isValid():
+        it = block.begin()
+        while not it.atEnd():
+            fragment = it.fragment()
+            if fragment.charFormat().anchorHref() == href:
+                cursor = QTextCursor(browser.document())
+                cursor.setPosition(fragment.position() + 1)
+                browser.ensureCursorVisible()
+                point = browser.cursorRect(cursor).center()
+                QTest.mouseClick(browser.viewport(), Qt.MouseButton.LeftButton, pos=point)
+                return
+            it += 1
+        block = block.next()
+    raise SystemExit(f"no link {href!r} in the answer")
+
+
 def window_for(settings: Settings, store: Store) -> MainWindow:
     save_settings(settings)
     window = create_window(settings, store, poll_ms=500)
@@ -129,6 +151,13 @@ def main() -> int:
         view.browser.verticalScrollBar().setValue(view.browser.verticalScrollBar().maximum())
         spin(lambda: False, 0.3)
         shoot(window, out, "04-quote-marks")
+
+        # The verified quote's citation: its page, the passage highlighted.
+        click_citation(window, "longdoc-page:l=ii")
+        spin(lambda: window.doc_view.current_page() == 2 and window.doc_view.hit_count() > 0)
+        spin(lambda: False, 0.5)
+        shoot(window, out, "11-citation-highlight")
+        window.doc_view.find_edit.clear()
 
         # Other pages, a new thread: nothing of this prompt is cached, the server reads it all.
         panel.new_thread()

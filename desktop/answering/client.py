@@ -9,8 +9,10 @@ and a stream without ``[DONE]``. Every failure becomes one typed error from
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import socket
 import threading
 import time
 import urllib.error
@@ -259,30 +261,58 @@ class StreamingAnswer:
         self.first_token_timeout_s = first_token_timeout_s
         self.cancelled = cancel
         self.rid = uuid.uuid4().hex
-        self._stream: openai.Stream[Any] | None = None
         self._lock = threading.Lock()
+        # This request's sockets, so cancel() can shut them down from any thread.
+        self._sockets: list[socket.socket] = []
+        self._abort_sent = False
         # The read timeout covers the silent prefill before the first chunk.
         self._http = httpx2.Client(
             timeout=httpx2.Timeout(
                 max(first_token_timeout_s, INTER_CHUNK_TIMEOUT_S), connect=CONNECT_TIMEOUT_S
-            )
+            ),
+            event_hooks={"request": [self._trace_request]},
         )
         self._openai = client._client.with_options(http_client=self._http)
 
     def cancel(self) -> None:
-        """Stop: close the connection (unblocks a pending read) and abort on the server."""
+        """Stop now: shut the connection down (a pending read returns at once, before or
+        after the response headers) and tell the server to abort the request.
+
+        Only ``shutdown()`` here: closing a socket (or the HTTP client) from another thread
+        than the one reading it can leave that reader blocked until the read timeout.
+        The reader closes everything itself on its way out."""
         self.cancelled.set()
         with self._lock:
-            stream = self._stream
-        try:
-            if stream is not None:
-                stream.close()
-            # Newer SGLang sends the response headers only after prefill, so there may be
-            # no stream yet: closing this request's own HTTP client drops the socket.
-            self._http.close()
-        except Exception:
-            log.debug("closing the stream failed", exc_info=True)
-        threading.Thread(target=self.client.abort, args=(self.rid,), daemon=True).start()
+            sockets = list(self._sockets)
+        for sock in sockets:
+            _shutdown(sock)
+        self._abort_once()
+
+    def _abort_once(self) -> None:
+        """``/abort_request`` for this request, once, off the calling thread."""
+        with self._lock:
+            if self._abort_sent:
+                return
+            self._abort_sent = True
+        threading.Thread(
+            target=self.client.abort, args=(self.rid,), daemon=True, name="longdoc-abort"
+        ).start()
+
+    def _trace_request(self, request: httpx2.Request) -> None:
+        request.extensions["trace"] = self._trace
+
+    def _trace(self, name: str, info: dict[str, Any]) -> None:
+        """httpcore's trace hook: remember each new connection's socket."""
+        if not name.endswith((".connect_tcp.complete", ".connect_unix_socket.complete")):
+            return
+        stream = info.get("return_value")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if not isinstance(sock, socket.socket):
+            return
+        with self._lock:
+            self._sockets.append(sock)
+        if self.cancelled.is_set():  # cancelled while connecting
+            _shutdown(sock)
 
     def _watch(self, done: threading.Event) -> None:
         while not done.is_set():
@@ -300,6 +330,9 @@ class StreamingAnswer:
             yield from self._events(done, start)
         finally:
             done.set()
+            if self.cancelled.is_set():
+                # The reader may notice the stop before the watcher does: abort anyway.
+                self._abort_once()
             self._http.close()
 
     def _events(self, done: threading.Event, start: float) -> Iterator[StreamEvent]:
@@ -328,8 +361,6 @@ class StreamingAnswer:
             if self.cancelled.is_set():
                 raise Cancelled() from exc
             raise self.client._translate(exc) from exc
-        with self._lock:
-            self._stream = stream
         if self.cancelled.is_set():
             stream.close()
             raise Cancelled()
@@ -384,6 +415,12 @@ class StreamingAnswer:
             raise StreamBroken(f"The server at {self.client.url} aborted the request.")
         now = time.monotonic()
         yield Finished(finish_reason, None if first is None else first - start, now - start)
+
+
+def _shutdown(sock: socket.socket) -> None:
+    """Shut a socket down for both directions (the plain socket's, also under TLS)."""
+    with contextlib.suppress(OSError):  # already closed or never connected
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
 def _usage(usage: Any) -> Usage:

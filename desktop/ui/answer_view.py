@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal, Slot
-from PySide6.QtGui import QPalette, QResizeEvent, QTextCursor
+from PySide6.QtGui import QMouseEvent, QPalette, QResizeEvent, QTextCursor
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -39,6 +39,8 @@ from desktop.ui.markdown_stream import citation_href, parse_citation_href
 from desktop.ui.markdown_writer import MarkdownWriter
 from desktop.ui.quote_marks import (
     NOT_FOUND_COLOR,
+    PlacedMark,
+    QuoteMark,
     mark_quotes,
     marks_for,
     status_of,
@@ -115,6 +117,11 @@ class AnswerBrowser(QTextBrowser):
             font.setPointSizeF(font.pointSizeF() * FONT_SCALE)
         self.setFont(font)
         self.document().setDocumentMargin(12)
+        self.pressed_at: int | None = None  # text position of the last click (which quote)
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        self.pressed_at = self.cursorForPosition(event.position().toPoint()).position()
+        super().mousePressEvent(event)
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         measure = self.fontMetrics().averageCharWidth() * MEASURE_CHARS
@@ -127,6 +134,9 @@ class AnswerView(QWidget):
     """The answer area of the ask panel (the question, waiting, reasoning, answer, figures)."""
 
     citation_clicked = Signal(object, object)  # label: str | None, number: int | None
+    # After citation_clicked, when the click was on a checked quote's citation or mark:
+    # the quote and the page it is on (to highlight it there).
+    quote_clicked = Signal(str, int)
     ask_again_requested = Signal()
     copy_requested = Signal()
     export_requested = Signal()
@@ -207,6 +217,7 @@ class AnswerView(QWidget):
         self.quotes_label.linkActivated.connect(self._on_quotes_label_link_activated)
         self.quote_checks: list[QuoteCheck] | None = None
         self.quote_marks_placed = 0  # how many quotes got a mark in the text (tests)
+        self._placed: list[PlacedMark] = []
         self._marked = False
         self._pages: list[Page] = []
         self.ask_again_button = QPushButton("Ask again")
@@ -431,8 +442,10 @@ class AnswerView(QWidget):
             # Marks of an earlier check are in the text: draw the answer again first.
             self.writer.set_text(self.answer.answer)
             self._marked = False
+        self._placed = []
         if checks and not self.writer.waiting:
-            self.quote_marks_placed = mark_quotes(self.browser.document(), marks_for(checks), pages)
+            self._placed = mark_quotes(self.browser.document(), marks_for(checks), pages)
+            self.quote_marks_placed = len(self._placed)
             self._marked = True
 
     def _pages_or(self, page_count: int) -> Sequence[Page] | int:
@@ -509,18 +522,43 @@ class AnswerView(QWidget):
 
     @Slot(QUrl)
     def _on_browser_anchor_clicked(self, url: QUrl) -> None:
-        self._follow(url.toString())
+        cursor = self.browser.textCursor()  # a link activated by keyboard is selected
+        pressed = self.browser.pressed_at
+        self.browser.pressed_at = None
+        self._follow(url.toString(), pressed if pressed is not None else cursor.selectionStart())
         # Anything else is ignored on purpose: answers may not open files or web pages.
 
     @Slot(str)
     def _on_quotes_label_link_activated(self, href: str) -> None:
         self._follow(href)
 
-    def _follow(self, href: str) -> None:
+    def _follow(self, href: str, position: int | None = None) -> None:
         label, number = parse_citation_href(href)
         # "A-2", "3-5": the document view resolves labels through the core's label index.
-        if label is not None or number is not None:
-            self.citation_clicked.emit(label, number)
+        if label is None and number is None:
+            return
+        self.citation_clicked.emit(label, number)
+        mark = self._clicked_mark(number, position)
+        # A verified quote is on the page cited; a misplaced one only on its "on p. N" link.
+        if (
+            mark is not None
+            and mark.found_on is not None
+            and (mark.status == "verified" or number == mark.found_on)
+        ):
+            self.quote_clicked.emit(mark.quote, mark.found_on)
+
+    def _clicked_mark(self, number: int | None, position: int | None) -> QuoteMark | None:
+        """The checked quote a clicked link belongs to: the quote whose citation or mark
+        was clicked in the answer, or the misplaced quote a summary link points at."""
+        if position is not None:
+            for placed in self._placed:
+                if placed.start <= position <= placed.end:
+                    return placed.mark
+            return None
+        for mark in marks_for(self.quote_checks or []):
+            if mark.status == "other_page" and mark.found_on == number:
+                return mark
+        return None
 
     @Slot()
     def _on_notice_button_clicked(self) -> None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal, Slot
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtGui import QKeyEvent, QPalette
 from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
@@ -28,7 +29,7 @@ from PySide6.QtWidgets import (
 from desktop.answering.citations import QuoteCheck
 from desktop.answering.events import AnswerDelta, Finished, ReasoningDelta, Sent, Stored, Usage
 from desktop.answering.format import scope as page_scope
-from desktop.answering.pages import parse_range
+from desktop.answering.pages import describe, format_range, parse_range
 from desktop.answering.prompt import PageRange
 from desktop.answering.service import Question
 from desktop.answering.threads import Thread, history_messages
@@ -47,12 +48,14 @@ from desktop.ui import messages, quote_marks, tasks
 from desktop.ui.answer_view import AnswerView
 from desktop.ui.budget_bar import BudgetBar
 from desktop.ui.export import answer_markdown, history_markdown
-from desktop.ui.session import BudgetView, Session
+from desktop.ui.session import BudgetView, Session, document_unanswerable
 from desktop.ui.thread_view import ThreadView
 
 log = logging.getLogger("longdoc.ui.ask")
 
 BUDGET_DEBOUNCE_MS = 400
+# A document opened is warmed after this pause (not for each one flicked past).
+WARM_UP_DELAY_MS = 700
 # Quotes are checked on the UI thread for up to this much page text (~15 ms) and answer
 # text (a long answer has many quotes: 400 cost ~25 ms), else in a worker.
 QUOTE_CHECK_INLINE_CHARS = 100_000
@@ -79,6 +82,7 @@ class AskPanel(QWidget):
     answer_started = Signal()
     answer_finished = Signal(object)  # StoredAnswer, or the exception that ended it
     citation_clicked = Signal(object, object)  # label, number
+    quote_clicked = Signal(str, int)  # a checked quote and the page it is on
     server_start_requested = Signal()
     settings_requested = Signal()
     busy_changed = Signal(bool)
@@ -92,7 +96,17 @@ class AskPanel(QWidget):
         self.current_thread: Thread | None = None
         self._closed = False  # the window is closing: no more background counts
         self._task: tasks.Task[None] | None = None
+        # Tasks stopped by the user: the panel is given back at once, they end behind it.
+        self._stopped: set[tasks.Task[None]] = set()
         self._question: Question | None = None
+        self._unanswerable: str | None = None  # why the open document cannot be asked about
+        # Warm-up: the server prefills the open document while nobody asks anything.
+        self.warm_up_enabled = True
+        self.server_ready = False  # the server is up and idle (the window tells us)
+        self._warm_task: tasks.Task[object] | None = None
+        self._warm_cancel: threading.Event | None = None
+        # What the server holds: (endpoint, document sha, first page, last page).
+        self._warmed: set[tuple[str, str, int, int]] = set()
         self._budget_task: tasks.Task[BudgetView] | None = None
         self._budget_dirty = False
         self.tokens_received = 0  # answer and reasoning deltas in the current answer
@@ -113,6 +127,7 @@ class AskPanel(QWidget):
 
         self.answer_view = AnswerView()
         self.answer_view.citation_clicked.connect(self.citation_clicked)
+        self.answer_view.quote_clicked.connect(self.quote_clicked)
         self.answer_view.ask_again_requested.connect(self._on_answer_view_ask_again_requested)
         self.answer_view.copy_requested.connect(self.copy_answer)
         self.answer_view.export_requested.connect(self._on_answer_view_export_requested)
@@ -129,6 +144,17 @@ class AskPanel(QWidget):
         self.splitter.setChildrenCollapsible(False)
 
         self.budget_bar = BudgetBar()
+        # Which document (and pages) the question goes to, always in view.
+        self.target_label = QLabel()
+        self.target_label.setObjectName("askTarget")
+        self.target_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.target_label.setWordWrap(True)
+        self.warm_label = QLabel()
+        self.warm_label.setObjectName("warmState")
+        self.warm_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.warm_label.setWordWrap(True)
+        self.warm_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.warm_label.hide()
         self.question_edit = QuestionEdit()
         self.question_edit.setObjectName("question")
         self.question_edit.setPlaceholderText(
@@ -143,11 +169,16 @@ class AskPanel(QWidget):
         self.pages_edit = QLineEdit()
         self.pages_edit.setObjectName("pages")
         self.pages_edit.setPlaceholderText("all pages")
-        self.pages_edit.setToolTip("Ask about a page range only, e.g. 1-120 (page numbers)")
+        self.pages_edit.setToolTip(
+            "Ask about a page range only: 1-120 (physical page numbers), iv..xii (printed "
+            "labels, as the viewer shows them) or a single label such as A-2"
+        )
+        self.pages_edit.setMinimumWidth(80)  # "3-100", "iv..xii" stay readable beside a hint
         self.pages_edit.setMaximumWidth(110)
         self.pages_edit.textChanged.connect(self._on_pages_edit_text_changed)
         self.pages_hint = QLabel()
         self.pages_hint.setTextFormat(Qt.TextFormat.PlainText)
+        self.pages_hint.setWordWrap(True)  # a long hint wraps instead of squeezing the box
         self.suggest_button = QPushButton()
         self.suggest_button.hide()
         self.suggest_button.clicked.connect(self._on_suggest_button_clicked)
@@ -177,6 +208,8 @@ class AskPanel(QWidget):
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(self.splitter, 1)
         layout.addWidget(self.budget_bar)
+        layout.addWidget(self.target_label)
+        layout.addWidget(self.warm_label)
         layout.addWidget(self.question_edit)
         layout.addLayout(row)
 
@@ -184,6 +217,10 @@ class AskPanel(QWidget):
         self._budget_timer.setSingleShot(True)
         self._budget_timer.setInterval(BUDGET_DEBOUNCE_MS)
         self._budget_timer.timeout.connect(self.refresh_budget)
+        self._warm_timer = QTimer(self)
+        self._warm_timer.setSingleShot(True)
+        self._warm_timer.setInterval(WARM_UP_DELAY_MS)
+        self._warm_timer.timeout.connect(self._start_warm_up)
         self.set_document(None)
 
     # --- document -------------------------------------------------------------------------
@@ -200,6 +237,7 @@ class AskPanel(QWidget):
         if self.busy:
             self.stop()
             messages.info("Stopped the answer: another document was opened.")
+        self.cancel_warm_up()  # superseded by the document opened now
         self.document = doc
         self._page_chars = 0
         self._set_thread(None)
@@ -208,9 +246,12 @@ class AskPanel(QWidget):
         self.history_list.clear()
         self.answer_view.reset()
         self.pages_edit.clear()
+        self._unanswerable = document_unanswerable(doc) if doc is not None else None
         enabled = doc is not None
-        for widget in (self.question_edit, self.pages_edit, self.think_box, self.ask_button):
+        for widget in (self.question_edit, self.pages_edit, self.think_box):
             widget.setEnabled(enabled)
+        self._update_ask_button()
+        self._update_target()
         self.history_title.setText(
             "Questions about this document" if doc else "Open a document to ask about it"
         )
@@ -219,7 +260,141 @@ class AskPanel(QWidget):
             return
         self.refresh_history()
         self.load_last_thread()
+        if self._unanswerable is not None:
+            self.budget_bar.show_unknown(f"Cannot ask about this document: {self._unanswerable}.")
+            return
         self.refresh_budget()
+        self._warm_timer.start()
+
+    # --- warm-up --------------------------------------------------------------------------
+
+    def set_server_state(self, state: str) -> None:
+        """The server's state (ready, busy, starting, stopped, failed): warm the open
+        document when it is ready and idle; a server that went away has forgotten it all."""
+        self.server_ready = state == "ready"
+        if state in ("stopped", "starting", "failed"):
+            self._warmed.clear()
+        doc = self.document
+        if (
+            self.server_ready
+            and doc is not None
+            and self._warm_key(doc, self._pages_or_none()) not in self._warmed
+            and not self.warming
+            and not self._warm_timer.isActive()
+        ):
+            self._warm_timer.start()
+
+    def _warm_key(self, doc: Document, pages: PageRange | None) -> tuple[str, str, int, int]:
+        first, last = (pages.first, pages.last) if pages else (1, max(len(doc.pages), 1))
+        return (self.session.settings.endpoint or "managed", doc.sha256, first, last)
+
+    def _pages_or_none(self) -> PageRange | None:
+        try:
+            return self._pages()
+        except ValueError:
+            return None
+
+    @property
+    def warming(self) -> bool:
+        """A warm-up is running."""
+        return self._warm_task is not None and not self._warm_task.done
+
+    @Slot()
+    def _start_warm_up(self) -> None:
+        """Have the server read the open document now, so the first question starts at once.
+
+        Only while nothing else is asked (the server is idle, no answer runs); a question
+        or another document cancels it. Nothing is shown if it fails: it is only a head
+        start, and the question itself says what is wrong."""
+        doc = self.document
+        if (
+            not self.warm_up_enabled
+            or not self.server_ready
+            or doc is None
+            or self._unanswerable is not None
+            or self.busy
+            or self.warming
+        ):
+            return
+        session = self.session
+        try:
+            pages = self._pages()
+        except ValueError:
+            return
+        key = self._warm_key(doc, pages)
+        if key in self._warmed:
+            self._show_warm(f"Ready for questions: the server holds {self._doc_name(doc)}.")
+            return
+        cancel = threading.Event()
+        self._warm_cancel = cancel
+        self._show_warm(
+            f"Reading {self._doc_name(doc)} into the server's cache, so the first question "
+            "starts at once…"
+        )
+
+        def done(_result: object) -> None:
+            self._warmed.add(key)
+            if self.document is doc and not self.busy:
+                self._show_warm(f"Ready for questions: the server holds {self._doc_name(doc)}.")
+
+        def failed(exc: BaseException) -> None:
+            if not isinstance(exc, Cancelled):
+                log.info("warming %s up failed: %s", doc.path, exc)
+            if self.document is doc and self._warm_cancel is cancel:
+                self.warm_label.hide()
+
+        self._warm_task = tasks.run_call(
+            lambda: session.answerer().prewarm(doc, pages, cancel),
+            receiver=self,
+            success=done,
+            failure=failed,
+            name="warm up",
+        )
+
+    def cancel_warm_up(self) -> None:
+        """Stop a warm-up (a question is asked, or another document opened)."""
+        self._warm_timer.stop()
+        if self._warm_cancel is not None:
+            self._warm_cancel.set()
+            self._warm_cancel = None
+        self.warm_label.hide()
+
+    def _show_warm(self, text: str) -> None:
+        self.warm_label.setText(text)
+        self.warm_label.show()
+
+    @staticmethod
+    def _doc_name(doc: Document) -> str:
+        return doc.title or Path(doc.path).name
+
+    def _update_ask_button(self) -> None:
+        """Ask is enabled when a document that has text is open and no answer is running."""
+        reason = self._unanswerable
+        self.ask_button.setEnabled(self.document is not None and reason is None and not self.busy)
+        self.ask_button.setToolTip(
+            f"Cannot ask: {reason}" if reason else "Ask (Enter, or Ctrl+Enter anywhere)"
+        )
+
+    def _update_target(self) -> None:
+        """Name the document and the pages the question goes to."""
+        doc = self.document
+        if doc is None:
+            self.target_label.setText("")
+            self.target_label.hide()
+            return
+        count = len(doc.pages)
+        try:
+            pages = self._pages()
+        except ValueError:
+            pages = None
+        if pages is None or (pages.first, pages.last) == (1, count):
+            scope = f"all {count:,} pages" if count != 1 else "its 1 page"
+        else:
+            scope = describe(doc.pages, pages)  # with printed labels, as the viewer shows
+        title = doc.title or Path(doc.path).name
+        self.target_label.setText(f"Asking about: {title} — {scope}")
+        self.target_label.setToolTip(doc.path)
+        self.target_label.show()
 
     def refresh_history(self, select_id: int | None = None) -> None:
         """Reload the questions asked about the document (off the UI thread)."""
@@ -235,8 +410,8 @@ class AskPanel(QWidget):
 
         tasks.run_call(
             lambda: store.answers_for(doc.sha256),
+            receiver=self,
             success=loaded,
-            failure=messages.error,
             name="history",
         )
 
@@ -278,7 +453,7 @@ class AskPanel(QWidget):
     def refresh_budget(self) -> None:
         """Recount the prompt against the server's context (off the UI thread)."""
         doc = self.document
-        if doc is None or self._closed:
+        if doc is None or self._closed or self._unanswerable is not None:
             return
         if self._budget_task is not None and not self._budget_task.done:
             self._budget_dirty = True
@@ -306,6 +481,7 @@ class AskPanel(QWidget):
 
         self._budget_task = tasks.run_call(
             lambda: session.budget(doc, pages, question, thinking, history),
+            receiver=self,
             success=done,
             failure=failed,
             name="budget",
@@ -319,7 +495,8 @@ class AskPanel(QWidget):
             self.refresh_budget()
 
     def _show_budget(self, view: BudgetView) -> None:
-        self.budget_bar.show_budget(view)
+        doc_pages = self.document.pages if self.document is not None else []
+        self.budget_bar.show_budget(view, doc_pages)
         budget = view.budget
         if budget.fits:
             self.suggest_button.hide()
@@ -328,8 +505,13 @@ class AskPanel(QWidget):
             view.pages.last - view.pages.first + 1, budget.prompt_tokens, budget.prompt_limit
         )
         first = view.pages.first
-        self._suggested = f"{first}-{first + end - 1}"
+        # In printed labels (what the viewer shows), in the grammar the page box reads.
+        self._suggested = format_range(doc_pages, first, first + end - 1, labels=True)
         self.suggest_button.setText(f"Use pages {self._suggested}")
+        if len(doc_pages) == view.page_count:
+            self.suggest_button.setToolTip(
+                f"Ask about {describe(doc_pages, PageRange(first, first + end - 1))}"
+            )
         self.suggest_button.show()
 
     @Slot()
@@ -354,11 +536,14 @@ class AskPanel(QWidget):
         if pages is None or self.document is None:
             self.pages_hint.clear()
         else:
-            hint = pages.describe(len(self.document.pages))
+            # "Asking about: ..." above names the pages (with printed labels): the hint
+            # beside the box only says what is wrong.
+            hint = ""
             thread = self.current_thread
             if thread is not None and thread.turns and not self._thread_covers(thread, pages):
-                hint += ": not this thread's pages; start a New thread to ask about them"
+                hint = "Not this thread's pages: start a New thread to ask about them"
             self.pages_hint.setText(hint)
+        self._update_target()
         self._schedule_budget()
 
     # --- asking ---------------------------------------------------------------------------
@@ -389,6 +574,9 @@ class AskPanel(QWidget):
         if doc is None:
             messages.info("Open a document first.")
             return False
+        if self._unanswerable is not None:
+            messages.warning(f"Cannot ask about {Path(doc.path).name}: {self._unanswerable}.")
+            return False
         text = self.question_edit.toPlainText().strip()
         if not text:
             self.question_edit.setFocus()
@@ -402,7 +590,7 @@ class AskPanel(QWidget):
             return False
         thread = self.current_thread
         if thread is not None and not self._thread_covers(thread, pages):
-            about = PageRange(thread.first_page, thread.last_page).describe(len(doc.pages))
+            about = describe(doc.pages, PageRange(thread.first_page, thread.last_page))
             self.answer_view.fail(
                 f"This thread is about {about}; start a new thread to ask about other pages.",
                 "new-thread",
@@ -412,30 +600,45 @@ class AskPanel(QWidget):
         question = Question(doc, text, pages, self.think_box.isChecked(), use_cache, thread=thread)
         self.thread_view.show_turns(thread.turns if thread is not None else [])
         scope = page_scope(pages.first, pages.last, doc.pages) if pages is not None else ""
+        self.cancel_warm_up()  # the question prefills the document itself
         self._question = question
         self.tokens_received = 0
         self.answer_view.start(text, scope)
         self.history_list.clearSelection()
         session = self.session
-        self._task = tasks.run_stream(
+        task = tasks.run_stream(
             lambda cancel: session.answerer().ask(question, cancel),
-            events=self._on_answer_events,
-            success=self._on_answer_done,
-            failure=self._on_answer_failed,
+            receiver=self,
+            # Once stopped, what still arrives is stored by the core, not shown.
+            events=lambda batch: self._on_answer_events(batch) if task is self._task else None,
+            success=lambda _: self._on_answer_done(task),
+            failure=lambda exc: self._on_answer_failed(task, exc),
             name="answer",
         )
+        self._task = task
         self._set_busy(True)
         self.answer_started.emit()
         return True
 
     def stop(self) -> None:
-        """Stop the answer; the core stores what arrived as incomplete."""
-        if self._task is not None and not self._task.done:
-            self._task.cancel()
-            self.stop_button.setEnabled(False)
+        """Stop the answer and give the panel back at once.
+
+        The request is cancelled (the connection shut down, the server told to abort) and
+        the core stores what arrived as incomplete behind the panel; nothing waits for it.
+        """
+        task = self._task
+        if task is None or task.done:
+            return
+        task.cancel()
+        self._task = None
+        self._stopped.add(task)
+        task.finished.connect(lambda: self._stopped.discard(task))
+        self._set_busy(False)
+        self.answer_view.fail("Stopped. What arrived is kept in the history as incomplete.")
+        self.answer_finished.emit(Cancelled())
 
     def _set_busy(self, busy: bool) -> None:
-        self.ask_button.setEnabled(not busy and self.document is not None)
+        self._update_ask_button()
         self.stop_button.setEnabled(busy)
         self.history_list.setEnabled(not busy)
         self.new_thread_button.setEnabled(not busy and self.current_thread is not None)
@@ -473,8 +676,17 @@ class AskPanel(QWidget):
     def _on_answer_event(self, event: Any) -> None:
         doc = self.document
         if isinstance(event, Sent):
-            self.answer_view.on_sent(event, self.session.prefill_guess(event, self.history))
+            # After a warm-up of these pages the server reads only the question.
+            pages = PageRange(event.first_page, event.last_page)
+            warm = doc is not None and self._warm_key(doc, pages) in self._warmed
+            self.answer_view.on_sent(
+                event, self.session.prefill_guess(event, self.history, warm=warm)
+            )
         elif isinstance(event, Stored):
+            if doc is not None and not event.from_cache:
+                answer = event.answer  # the server holds these pages now
+                pages = PageRange(answer.first_page, answer.last_page)
+                self._warmed.add(self._warm_key(doc, pages))
             self.answer_view.finish(event, len(doc.pages) if doc else 0)
             self.check_quotes(event.answer)
             self.session.learn([event.answer])
@@ -484,12 +696,20 @@ class AskPanel(QWidget):
         elif isinstance(event, Usage | Finished):
             pass  # the stored answer carries the same figures
 
-    def _on_answer_done(self, _result: None) -> None:
+    def _on_answer_done(self, task: tasks.Task[None]) -> None:
+        if task is not self._task:  # stopped by the user, then it finished anyway
+            self.refresh_history()
+            return
+        self._task = None
         self._set_busy(False)
         answer = self.answer_view.answer
         self.answer_finished.emit(answer)
 
-    def _on_answer_failed(self, exc: BaseException) -> None:
+    def _on_answer_failed(self, task: tasks.Task[None], exc: BaseException) -> None:
+        if task is not self._task:  # stopped: the panel was given back already
+            self.refresh_history()
+            return
+        self._task = None
         self._set_busy(False)
         managed = not self.session.settings.endpoint
         if isinstance(exc, Cancelled):
@@ -604,8 +824,8 @@ class AskPanel(QWidget):
 
         tasks.run_call(
             lambda: store.last_thread(doc.sha256),
+            receiver=self,
             success=loaded,
-            failure=messages.error,
             name="last thread",
         )
 
@@ -700,6 +920,7 @@ class AskPanel(QWidget):
         else:
             tasks.run_call(
                 job,
+                receiver=self,
                 success=show,
                 failure=lambda exc: log.warning("checking quotes failed: %s", exc),
                 name="check quotes",
@@ -776,9 +997,13 @@ class AskPanel(QWidget):
         if self._budget_task is not None:
             self._budget_task.detach()
             self._budget_dirty = False
-        if self.busy and self._task is not None:
-            self._task.cancel()
-            self._task.detach()
+        self.cancel_warm_up()
+        running = [t for t in (self._task, *self._stopped) if t is not None and not t.done]
+        for task in running:
+            task.cancel()
+            task.detach()
+        self._task = None
+        if running:
             tasks.wait_all(timeout_ms)
 
 

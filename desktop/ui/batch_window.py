@@ -288,7 +288,11 @@ class BatchWindow(QDialog):
 
         self._started = time.monotonic()
         tasks.run_call(
-            work, success=self._on_batch_done, failure=self._on_batch_failed, name="batch"
+            work,
+            receiver=self,
+            success=self._on_batch_done,
+            failure=self._on_batch_failed,
+            name="batch",
         )
 
     @Slot()

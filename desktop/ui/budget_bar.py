@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPalette
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
+from desktop.answering.pages import describe
+from desktop.documents.model import Page
 from desktop.ui.session import BudgetView
 
 # The one colour not taken from the palette: "over budget" must read as an alarm in light
@@ -79,8 +83,8 @@ class BudgetBar(QWidget):
         self.label.setText(why)
         self.label.setVisible(bool(why))
 
-    def show_budget(self, view: BudgetView) -> None:
-        """Draw the figures."""
+    def show_budget(self, view: BudgetView, pages: Sequence[Page] = ()) -> None:
+        """Draw the figures; ``pages`` (the document's) name the range by printed labels."""
         self.view = view
         b = view.budget
         context = max(b.context_length, 1)
@@ -118,7 +122,12 @@ class BudgetBar(QWidget):
             )
         else:
             self.bar.segments = [(1.0, OVER_COLOR)]
-            scope = view.pages.describe(view.page_count)
+            # Printed labels, as the viewer and the citations name pages.
+            scope = (
+                describe(pages, view.pages)
+                if len(pages) == view.page_count
+                else view.pages.describe(view.page_count)
+            )
             text = (
                 f"Over budget by {b.overflow:,} tokens: {scope} need {b.prompt_tokens:,} "
                 f"prompt tokens, but the context of {b.context_length:,} leaves "

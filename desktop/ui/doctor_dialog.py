@@ -66,6 +66,7 @@ class DoctorDialog(QDialog):
         context = self._context
         tasks.run_call(
             lambda: run_checks(context),
+            receiver=self,
             success=self._on_checks_done,
             failure=self._on_checks_failed,
             name="doctor",

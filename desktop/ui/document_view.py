@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QModelIndex, QPoint, QPointF, Qt, Signal, Slot
+from PySide6.QtCore import QModelIndex, QPoint, QPointF, Qt, QThread, Signal, Slot
 from PySide6.QtGui import QPalette, QTextCharFormat, QTextCursor, QTextDocument
 from PySide6.QtPdf import QPdfDocument, QPdfSearchModel
 from PySide6.QtPdfWidgets import QPdfView
@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from desktop.answering.citations import PageIndex
 from desktop.documents.anchors import anchor_resolver
 from desktop.documents.model import Document
+from desktop.ui import tasks
 from desktop.ui.text_view import DocumentText
 
 MAX_HIGHLIGHTS = 2_000  # more hits than this are counted, not all painted
@@ -47,6 +48,9 @@ class DocumentView(QWidget):
         self._current = 0
         self._hits: list[QTextCursor] = []
         self._hit = -1
+        self._load_id = 0  # the PDF load in flight; older loads are dropped
+        self._pending_page = 1  # where to go once the PDF is loaded
+        self._quote_page = 0  # a quote being highlighted: its page, until the search finds it
 
         self.prev_button = self._tool(QStyle.StandardPixmap.SP_ArrowBack, "Previous page")
         self.prev_button.clicked.connect(self.previous_page)
@@ -110,6 +114,12 @@ class DocumentView(QWidget):
         self.empty_label.setFont(font)
         self.empty_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
 
+        self.loading_label = QLabel()
+        self.loading_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.loading_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.loading_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+
+        # One QPdfDocument per document shown (see _set_pdf); this one is the empty start.
         self.pdf = QPdfDocument(self)
         self.pdf_view = QPdfView(self)
         self.pdf_view.setDocument(self.pdf)
@@ -131,6 +141,7 @@ class DocumentView(QWidget):
         self.stack.addWidget(self.empty_label)
         self.stack.addWidget(self.pdf_view)
         self.stack.addWidget(self.text_view)
+        self.stack.addWidget(self.loading_label)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -150,15 +161,16 @@ class DocumentView(QWidget):
 
     @property
     def mode(self) -> str:
-        """ "empty", "pdf" or "text"."""
-        return {0: "empty", 1: "pdf", 2: "text"}[self.stack.currentIndex()]
+        """ "empty", "pdf", "text" or "loading" (a PDF being opened off the UI thread)."""
+        return {0: "empty", 1: "pdf", 2: "text", 3: "loading"}[self.stack.currentIndex()]
 
     def clear(self) -> None:
         """The empty state."""
         self.document = None
         self._index = None
         self._current = 0
-        self.pdf.close()
+        self._load_id += 1  # a PDF still loading is dropped when it arrives
+        self._set_pdf(QPdfDocument(self))
         self.text_view.clear_document()
         self.stack.setCurrentIndex(0)
         self.toolbar.setEnabled(False)
@@ -175,25 +187,74 @@ class DocumentView(QWidget):
         self.document = doc
         self._index = PageIndex(doc.pages, anchor_resolver(doc.kind, doc.pages))
         path = Path(doc.path)
-        pdf_ok = (
-            doc.kind == "pdf"
-            and path.is_file()
-            and self.pdf.load(str(path)) == QPdfDocument.Error.None_
-        )
-        if pdf_ok:
-            self.stack.setCurrentIndex(1)
-            self.pdf_view.setZoomMode(QPdfView.ZoomMode.FitToWidth)
-        else:
-            self._fill_text(doc)
-            self.stack.setCurrentIndex(2)
         self.toolbar.setEnabled(True)
         self.toolbar.setVisible(True)
-        self.zoom_in_button.setEnabled(pdf_ok)
-        self.zoom_out_button.setEnabled(pdf_ok)
-        self.fit_button.setEnabled(pdf_ok)
         self.page_count_label.setText(f"of {len(doc.pages)}")
         self._current = 0
-        self.go_to_page(1)
+        self._pending_page = 1
+        if doc.kind == "pdf" and path.is_file():
+            # PDFium parses the file and lays out every page: 60-150 ms for a big PDF,
+            # so it happens in a worker; the view shows "Opening…" until then.
+            self._load_id += 1
+            load_id = self._load_id
+            self.loading_label.setText(f"Opening {path.name}…")
+            self.stack.setCurrentIndex(3)
+            self._set_zoomable(False)
+            self._set_current(1)
+            ui_thread = self.thread()
+            tasks.run_call(
+                lambda: _load_pdf(path, ui_thread),
+                receiver=self,
+                success=lambda pdf: self._on_pdf_loaded(load_id, doc, pdf),
+                failure=lambda _exc: self._on_pdf_loaded(load_id, doc, None),
+                name="open pdf",
+            )
+            return
+        self._show_text(doc)
+
+    def _show_text(self, doc: Document) -> None:
+        self._fill_text(doc)
+        self.stack.setCurrentIndex(2)
+        self._set_zoomable(False)
+        page = self._pending_page
+        self._current = 0
+        self.go_to_page(page)
+
+    def _on_pdf_loaded(self, load_id: int, doc: Document, pdf: QPdfDocument | None) -> None:
+        if load_id != self._load_id or self.document is not doc:
+            if pdf is not None:
+                pdf.deleteLater()  # another document was opened meanwhile
+            return
+        if pdf is None:  # QtPdf cannot open what PDFium extracted: show the text
+            self._show_text(doc)
+            return
+        self._set_pdf(pdf)
+        self.stack.setCurrentIndex(1)
+        self.pdf_view.setZoomMode(QPdfView.ZoomMode.FitToWidth)
+        self._set_zoomable(True)
+        page = self._pending_page
+        self._current = 0
+        self.go_to_page(page)
+        if self._quote_page:  # a quote clicked while the PDF was opening
+            self.search.setSearchString(self.find_edit.text())
+
+    def _set_pdf(self, pdf: QPdfDocument) -> None:
+        """Show ``pdf`` in the view and the search: a new QPdfDocument per document, since
+        QPdfView keeps rendered page images per page number, and a render still in flight
+        for the previous file would otherwise land as the new file's page."""
+        old = self.pdf
+        pdf.setParent(self)
+        self.pdf = pdf
+        self.pdf_view.setDocument(pdf)
+        self.search.setDocument(pdf)
+        if old is not pdf:
+            old.close()
+            old.deleteLater()
+
+    def _set_zoomable(self, on: bool) -> None:
+        self.zoom_in_button.setEnabled(on)
+        self.zoom_out_button.setEnabled(on)
+        self.fit_button.setEnabled(on)
 
     def _fill_text(self, doc: Document) -> None:
         """The extracted text with a rule per page; remembers where each page starts."""
@@ -237,13 +298,43 @@ class DocumentView(QWidget):
         self.go_to_page(target)
         return True
 
+    def show_quote(self, number: int, quote: str) -> bool:
+        """Show page ``number`` with ``quote`` highlighted on it; False if it is not there.
+
+        A PDF highlights through the search model: QtPdf searches PDFium's text line by
+        line, so the search is for the longest line of the passage as the page's own text
+        has it (``PageIndex.locate`` finds it through hyphens, ligatures and line breaks),
+        and the result on that page becomes the current one. Text is selected.
+        """
+        if self._index is None or self.document is None or not 1 <= number <= self.page_count():
+            return False
+        span = self._index.locate(number, quote)
+        if span is None:
+            return False
+        fragment = quote_fragment(self.document.pages[number - 1].text[span[0] : span[1]])
+        self.go_to_page(number)
+        if self.mode == "text":
+            start = self.text_view.document().findBlockByNumber(self._anchors[number - 1])
+            found = self.text_view.document().find(fragment, start.position())
+            if not found.isNull():
+                self.text_view.setTextCursor(found)
+                self.text_view.ensureCursorVisible()
+            return True
+        self.find_edit.setText(fragment)  # the find bar says what is highlighted
+        self.find_edit.setCursorPosition(0)  # from the quote's first words
+        self._quote_page = number
+        self._on_search_rows_inserted()
+        return True
+
     def go_to_page(self, number: int) -> None:
         """Show page ``number`` (1-based, clamped)."""
         count = self.page_count()
         if not count:
             return
         number = max(1, min(number, count))
-        if self.mode == "pdf":
+        if self.mode == "loading":
+            self._pending_page = number
+        elif self.mode == "pdf":
             navigator = self.pdf_view.pageNavigator()
             navigator.jump(number - 1, QPointF(), navigator.currentZoom())
         elif self.mode == "text":
@@ -338,6 +429,7 @@ class DocumentView(QWidget):
     @Slot(str)
     def _on_find_edit_text_changed(self, text: str) -> None:
         self._hit = -1
+        self._quote_page = 0
         if self.mode == "pdf":
             self.search.setSearchString(text)
             self._on_search_rows_inserted()
@@ -366,7 +458,20 @@ class DocumentView(QWidget):
 
     @Slot()
     def _on_search_rows_inserted(self) -> None:
+        if self._quote_page and self.mode == "pdf":
+            self._highlight_quote_result()
         self._show_hits()
+
+    def _highlight_quote_result(self) -> None:
+        """Make the first hit on the quoted page the current (highlighted) one, in view."""
+        for row in range(self.search.rowCount(QModelIndex())):
+            link = self.search.resultAtIndex(row)
+            if link.page() == self._quote_page - 1:
+                self._quote_page = 0
+                self._hit = row
+                self.pdf_view.setCurrentSearchResultIndex(row)
+                self.pdf_view.pageNavigator().jump(link)
+                return
 
     def _show_hits(self) -> None:
         if not self.find_edit.text():
@@ -400,3 +505,23 @@ class DocumentView(QWidget):
             self.text_view.setTextCursor(cursor)
             self.text_view.ensureCursorVisible()
         self._show_hits()
+
+
+def quote_fragment(passage: str, limit: int = 80) -> str:
+    """The longest line of a passage (without a line-end hyphen), at most ``limit``
+    characters cut at a word: what QtPdf's search can find on the page."""
+    lines = [line.strip().removesuffix("-").strip() for line in passage.splitlines()]
+    best = max(lines, key=len, default="")
+    if len(best) > limit:
+        cut = best.rfind(" ", 0, limit)
+        best = best[: cut if cut > limit // 2 else limit]
+    return best
+
+
+def _load_pdf(path: Path, ui_thread: QThread) -> QPdfDocument | None:
+    """Open a PDF in a worker and hand the QPdfDocument to the UI thread (None: cannot)."""
+    pdf = QPdfDocument()
+    if pdf.load(str(path)) != QPdfDocument.Error.None_:
+        return None
+    pdf.moveToThread(ui_thread)  # a QObject moves only from its own thread
+    return pdf

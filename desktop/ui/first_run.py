@@ -246,6 +246,7 @@ class FirstRunView(QScrollArea):
 
         self._test = tasks.run_call(
             lambda: external_status(candidate),
+            receiver=self,
             success=done,
             failure=failed,
             name="connection test",

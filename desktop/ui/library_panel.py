@@ -1,12 +1,30 @@
-"""The library: every ingested document, files being read, and files that failed."""
+"""The library: every ingested document, files being read, and files that failed.
+
+The list is a table model over plain rows that computes each cell when the view asks for
+it (only the rows on screen), and changes in one batch: a new context length is one
+``dataChanged`` for the whole "Fits" column, a listing is one reset, an ingested document
+is one inserted row. Filtering is done in the model too (no proxy re-checking every row).
+So nothing on the UI thread is per row beyond a list scan (bench/bench_library.py).
+"""
 
 from __future__ import annotations
 
 import logging
+import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal, Slot
-from PySide6.QtGui import QPalette, QStandardItem, QStandardItemModel
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    Qt,
+    Signal,
+    Slot,
+)
+from PySide6.QtGui import QIcon, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -15,7 +33,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QStyle,
-    QTreeView,
+    QTableView,
     QVBoxLayout,
     QWidget,
 )
@@ -26,6 +44,7 @@ from desktop.errors import DocumentError, plural
 from desktop.library import expand_paths, open_document
 from desktop.store.db import DocumentSummary, Store
 from desktop.ui import messages, tasks
+from desktop.ui.session import unanswerable_reason
 
 log = logging.getLogger("longdoc.ui.library")
 
@@ -34,11 +53,284 @@ log = logging.getLogger("longdoc.ui.library")
 PROMPT_OVERHEAD = 300
 
 COLUMNS = ("Title", "Pages", "Tokens", "Fits")
+FITS_COLUMN = 3
 SHA_ROLE = Qt.ItemDataRole.UserRole + 1
 STATE_ROLE = Qt.ItemDataRole.UserRole + 2  # "ready" | "queued" | "reading" | "failed"
-TOKENS_ROLE = Qt.ItemDataRole.UserRole + 3
-PATH_ROLE = Qt.ItemDataRole.UserRole + 4
-FILTER_ROLE = Qt.ItemDataRole.UserRole + 5  # title and file name, for the filter box
+
+_Index = QModelIndex | QPersistentModelIndex
+
+
+@dataclass
+class StatusRow:
+    """A file being read, waiting, or that failed (not a document yet)."""
+
+    path: str
+    state: str  # "queued" | "reading" | "failed"
+    text: str
+    tip: str
+
+
+Row = DocumentSummary | StatusRow
+
+
+def summary_of(doc: Document, opened_at: float = 0.0) -> DocumentSummary:
+    """A library row for a document just read (no second trip to the store)."""
+    return DocumentSummary(
+        sha256=doc.sha256,
+        path=doc.path,
+        title=doc.title,
+        kind=doc.kind,
+        pages=len(doc.pages),
+        tokens=doc.tokens,
+        chars=doc.chars,
+        empty_pages=len(doc.empty_pages),
+        opened_at=opened_at,
+    )
+
+
+def _title(row: Row) -> str:
+    if isinstance(row, StatusRow):
+        return f"{os.path.basename(row.path)} — {row.text}"
+    return row.title or os.path.basename(row.path)
+
+
+class LibraryModel(QAbstractTableModel):
+    """Status rows first (newest first), then documents, most recently opened first."""
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._rows: list[Row] = []
+        self._shown: list[Row] | None = None  # the filtered rows; None = all
+        self._filter = ""
+        self._filter_keys: dict[int, str] = {}  # id(row) -> lower-case title and file name
+        self._shas: set[str] = set()  # the documents listed (a new one needs no search)
+        self.context: int | None = None
+        self.reserve = 0
+        self._icons: dict[str, QIcon] = {}
+        self._placeholder: Any = None
+
+    # --- what the view reads ---------------------------------------------------------
+
+    def _visible(self) -> list[Row]:
+        return self._rows if self._shown is None else self._shown
+
+    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self._visible())
+
+    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return COLUMNS[section]
+        return None
+
+    def row_at(self, row: int) -> Row | None:
+        """The row shown at ``row``."""
+        visible = self._visible()
+        return visible[row] if 0 <= row < len(visible) else None
+
+    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        row = self.row_at(index.row()) if index.isValid() else None
+        if row is None:
+            return None
+        column = index.column()
+        if role == SHA_ROLE:
+            return row.sha256 if isinstance(row, DocumentSummary) else None
+        if role == STATE_ROLE:
+            return row.state if isinstance(row, StatusRow) else "ready"
+        if isinstance(row, StatusRow):
+            return self._status_data(row, column, role)
+        if role == Qt.ItemDataRole.DisplayRole:
+            if column == 0:
+                return _title(row)
+            if column == 1:
+                return f"{row.pages:,}"
+            if column == 2:
+                return f"{row.tokens:,}"
+            return self.fits(row)[0]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            if column == 0:
+                return row.path
+            if column == 1 and row.empty_pages:
+                return f"{plural(row.empty_pages, 'page')} without text (scanned?)"
+            if column == FITS_COLUMN:
+                return self.fits(row)[1]
+            return None
+        if role == Qt.ItemDataRole.TextAlignmentRole and column in (1, 2):
+            return Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+        if role == Qt.ItemDataRole.DecorationRole and column == 0:
+            return self._icons.get("ready")
+        return None
+
+    def _status_data(self, row: StatusRow, column: int, role: int) -> Any:
+        if column != 0:
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
+            return _title(row)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return row.tip
+        if role == Qt.ItemDataRole.DecorationRole:
+            return self._icons.get(row.state)
+        if role == Qt.ItemDataRole.ForegroundRole and row.state != "failed":
+            return self._placeholder
+        return None
+
+    def fits(self, row: DocumentSummary) -> tuple[str, str]:
+        """The "Fits" cell and its tooltip for a document."""
+        reason = unanswerable_reason(row.kind, row.pages, row.empty_pages)
+        if reason is not None:
+            return "✗ no text", f"Cannot be asked about: {reason}"
+        if self.context is None:
+            return "", "The server's context length is not known yet"
+        budget = plan_budget(row.tokens + PROMPT_OVERHEAD, self.context, self.reserve)
+        if budget.fits:
+            return "✓", f"Fits the context of {self.context:,} tokens"
+        return (
+            f"✗ +{budget.overflow:,}",
+            f"About {budget.overflow:,} tokens too many for the context of "
+            f"{self.context:,}: ask about a page range",
+        )
+
+    # --- changes, each in one batch ----------------------------------------------------
+
+    def set_style(self, icons: dict[str, QIcon], placeholder: Any) -> None:
+        """Icons per state and the dim colour of rows not ready (from the widget's style)."""
+        self._icons = icons
+        self._placeholder = placeholder
+
+    def set_context(self, context: int | None, reserve: int) -> None:
+        """A new context length: one change signal for the whole "Fits" column."""
+        self.context = context
+        self.reserve = reserve
+        count = self.rowCount()
+        if count:
+            self.dataChanged.emit(
+                self.index(0, FITS_COLUMN),
+                self.index(count - 1, FITS_COLUMN),
+                [Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole],
+            )
+
+    def set_documents(self, summaries: list[DocumentSummary]) -> None:
+        """Replace the documents (status rows stay): one reset."""
+        self.beginResetModel()
+        status = [r for r in self._rows if isinstance(r, StatusRow)]
+        self._rows = status + list(summaries)
+        self._shas = {s.sha256 for s in summaries}
+        self._filter_keys = {}
+        self._refilter()
+        self.endResetModel()
+
+    def put_document(self, summary: DocumentSummary) -> None:
+        """Add (or move to the top of the documents) one document: one inserted row."""
+        self.remove_document(summary.sha256)
+        first_doc = next(
+            (i for i, r in enumerate(self._rows) if isinstance(r, DocumentSummary)),
+            len(self._rows),
+        )
+        self._insert(first_doc, summary)
+
+    def put_status(self, row: StatusRow) -> None:
+        """Show a file's state at the top (replacing its earlier status row)."""
+        self.remove_status(row.path)
+        self._insert(0, row)
+
+    def remove_status(self, path: str) -> None:
+        """Drop a file's status row, if any (they are all at the top: no full scan)."""
+        for i, row in enumerate(self._rows):
+            if not isinstance(row, StatusRow):
+                return
+            if row.path == path:
+                self._remove_at(i)
+                return
+
+    def remove_document(self, sha: str) -> None:
+        """Drop a document's row."""
+        if sha in self._shas:  # usually a new document: no search through the list
+            self._remove_where(lambda r: isinstance(r, DocumentSummary) and r.sha256 == sha)
+
+    def _insert(self, position: int, row: Row) -> None:
+        if isinstance(row, DocumentSummary):
+            self._shas.add(row.sha256)
+        shown = self._shown
+        if shown is None:
+            self.beginInsertRows(QModelIndex(), position, position)
+            self._rows.insert(position, row)
+            self.endInsertRows()
+            return
+        self._rows.insert(position, row)
+        if self._matches(row):
+            # Where it lands among the shown rows: after every shown row before it.
+            before = set(map(id, self._rows[:position]))
+            at = sum(1 for r in shown if id(r) in before)
+            self.beginInsertRows(QModelIndex(), at, at)
+            shown.insert(at, row)
+            self.endInsertRows()
+
+    def _remove_where(self, match: Any) -> None:
+        i = next((j for j, r in enumerate(self._rows) if match(r)), None)
+        if i is not None:
+            self._remove_at(i)
+
+    def _remove_at(self, i: int) -> None:
+        row = self._rows[i]
+        if isinstance(row, DocumentSummary):
+            self._shas.discard(row.sha256)
+        shown = self._shown
+        visible = self._rows if shown is None else shown
+        at = next((j for j, r in enumerate(visible) if r is row), None)
+        if at is not None:
+            self.beginRemoveRows(QModelIndex(), at, at)
+        del self._rows[i]
+        if shown is not None and at is not None:
+            del shown[at]
+        self._filter_keys.pop(id(row), None)
+        if at is not None:
+            self.endRemoveRows()
+
+    # --- filter ------------------------------------------------------------------------
+
+    def set_filter(self, text: str) -> None:
+        """Show only rows whose title or file name contains ``text`` (any case)."""
+        self.beginResetModel()
+        self._filter = text.strip().lower()
+        self._refilter()
+        self.endResetModel()
+
+    def _refilter(self) -> None:
+        self._shown = None if not self._filter else [r for r in self._rows if self._matches(r)]
+
+    def _matches(self, row: Row) -> bool:
+        if not self._filter:
+            return True
+        key = self._filter_keys.get(id(row))
+        if key is None:
+            title = row.title if isinstance(row, DocumentSummary) else ""
+            key = f"{title}\n{row.path.rpartition(os.sep)[2]}".lower()
+            self._filter_keys[id(row)] = key
+        return self._filter in key
+
+    # --- lookups -----------------------------------------------------------------------
+
+    @property
+    def total(self) -> int:
+        """Rows of any kind, shown or filtered out."""
+        return len(self._rows)
+
+    def find(self, sha: str) -> int | None:
+        """The shown row of a document."""
+        for i, row in enumerate(self._visible()):
+            if isinstance(row, DocumentSummary) and row.sha256 == sha:
+                return i
+        return None
+
+    def summary(self, sha: str) -> DocumentSummary | None:
+        """A document's row, shown or not."""
+        return next(
+            (r for r in self._rows if isinstance(r, DocumentSummary) and r.sha256 == sha), None
+        )
 
 
 class LibraryPanel(QWidget):
@@ -51,41 +343,60 @@ class LibraryPanel(QWidget):
     def __init__(self, store: Store, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.store = store
-        self._context: int | None = None
-        self._reserve = 0
         self._queue: list[Path] = []
         self._current: Path | None = None
         self._done = 0
         self._total = 0
         self._open_after: Path | None = None
 
-        self.model = QStandardItemModel(0, len(COLUMNS), self)
-        self.model.setHorizontalHeaderLabels(list(COLUMNS))
-        self.proxy = QSortFilterProxyModel(self)
-        self.proxy.setSourceModel(self.model)
-        self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
-        self.proxy.setFilterKeyColumn(0)
-        self.proxy.setFilterRole(FILTER_ROLE)
+        self.model = LibraryModel(self)
+        style = self.style()
+        self.model.set_style(
+            {
+                "ready": style.standardIcon(QStyle.StandardPixmap.SP_FileIcon),
+                "queued": style.standardIcon(QStyle.StandardPixmap.SP_FileIcon),
+                "reading": style.standardIcon(QStyle.StandardPixmap.SP_BrowserReload),
+                "failed": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning),
+            },
+            self.palette().placeholderText(),
+        )
 
         self.filter_edit = QLineEdit()
         self.filter_edit.setPlaceholderText("Filter documents")
         self.filter_edit.setClearButtonEnabled(True)
-        self.filter_edit.textChanged.connect(self.proxy.setFilterFixedString)
+        self.filter_edit.textChanged.connect(self._on_filter_edit_text_changed)
 
-        self.view = QTreeView()
+        # A table view, not a tree: QTreeView lays out every row on each reset or insert
+        # (asking the model about each one: ~50 ms of Python calls at 10,000 documents);
+        # a table with fixed row heights asks only about the rows on screen.
+        self.view = QTableView()
         self.view.setObjectName("library")
-        self.view.setModel(self.proxy)
-        self.view.setRootIsDecorated(False)
-        self.view.setUniformRowHeights(True)
+        self.view.setModel(self.model)
+        self.view.setShowGrid(False)
+        self.view.setWordWrap(False)
         self.view.setAlternatingRowColors(True)
         self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        header = self.view.header()
+        self.view.setHorizontalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        rows = self.view.verticalHeader()
+        rows.hide()
+        rows.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        rows.setDefaultSectionSize(self.fontMetrics().height() + 8)
+        header = self.view.horizontalHeader()
+        header.setHighlightSections(False)
+        header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         header.setStretchLastSection(False)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        for column in range(1, len(COLUMNS)):
-            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        # Widths from typical contents, not ResizeToContents: that measures up to 1,000
+        # rows (through the Python model) on every change. The user can drag them wider.
+        metrics = self.fontMetrics()
+        for column, sample in ((1, "9,999"), (2, "999,999"), (3, "✗ +99,999")):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)
+            width = max(
+                metrics.horizontalAdvance(sample), metrics.horizontalAdvance(COLUMNS[column])
+            )
+            header.resizeSection(column, width + 14)
         self.view.selectionModel().currentRowChanged.connect(self._on_view_current_row_changed)
 
         self.empty_label = QLabel("No documents yet.\nDrop files or folders here.")
@@ -120,107 +431,61 @@ class LibraryPanel(QWidget):
         """Reload the list from the store (off the UI thread)."""
         tasks.run_call(
             self.store.list_documents,
+            receiver=self,
             success=self._on_documents_listed,
-            failure=messages.error,
             name="list documents",
         )
 
     def _on_documents_listed(self, summaries: list[DocumentSummary]) -> None:
+        self.set_documents(summaries)
+
+    def set_documents(self, summaries: list[DocumentSummary]) -> None:
+        """Show these documents (keeping the selection and the rows of files being read)."""
         selected = self.selected_sha()
-        # Keep rows of files being read or that failed; replace the documents.
-        for row in reversed(range(self.model.rowCount())):
-            if self.model.item(row, 0).data(STATE_ROLE) == "ready":
-                self.model.removeRow(row)
-        for i, summary in enumerate(summaries):
-            self.model.insertRow(i, self._row(summary))
+        self.view.selectionModel().blockSignals(True)  # the same document stays selected
+        self.model.set_documents(summaries)
         if selected:
             self.select(selected)
+        self.view.selectionModel().blockSignals(False)
         self._update_empty()
-
-    def _row(self, s: DocumentSummary) -> list[QStandardItem]:
-        title = QStandardItem(s.title or Path(s.path).name)
-        title.setToolTip(s.path)
-        title.setData(s.sha256, SHA_ROLE)
-        title.setData("ready", STATE_ROLE)
-        title.setData(s.tokens, TOKENS_ROLE)
-        title.setData(s.path, PATH_ROLE)
-        title.setData(f"{title.text()} {Path(s.path).name}", FILTER_ROLE)
-        title.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_FileIcon))
-        pages = QStandardItem(f"{s.pages:,}")
-        pages.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        if s.empty_pages:
-            pages.setToolTip(f"{plural(s.empty_pages, 'page')} without text (scanned?)")
-        tokens = QStandardItem(f"{s.tokens:,}")
-        tokens.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        fits = QStandardItem()
-        self._set_fits(fits, s.tokens)
-        return [title, pages, tokens, fits]
-
-    def _set_fits(self, item: QStandardItem, tokens: int) -> None:
-        if self._context is None:
-            item.setText("")
-            item.setToolTip("The server's context length is not known yet")
-            return
-        budget = plan_budget(tokens + PROMPT_OVERHEAD, self._context, self._reserve)
-        if budget.fits:
-            item.setText("✓")
-            item.setToolTip(f"Fits the context of {self._context:,} tokens")
-        else:
-            item.setText(f"✗ +{budget.overflow:,}")
-            item.setToolTip(
-                f"About {budget.overflow:,} tokens too many for the context of "
-                f"{self._context:,}: ask about a page range"
-            )
 
     def set_context(self, context_length: int | None, reserve: int) -> None:
         """The server's context length changed: recompute the "fits" column."""
-        self._context = context_length
-        self._reserve = reserve
-        for row in range(self.model.rowCount()):
-            title = self.model.item(row, 0)
-            if title.data(STATE_ROLE) == "ready":
-                self._set_fits(self.model.item(row, 3), int(title.data(TOKENS_ROLE)))
+        self.model.set_context(context_length, reserve)
 
     def fits_text(self, sha: str) -> str | None:
         """The "fits" cell of a document (tests)."""
-        row = self._find_row(SHA_ROLE, sha)
-        return None if row is None else self.model.item(row, 3).text()
+        summary = self.model.summary(sha)
+        return None if summary is None else self.model.fits(summary)[0]
 
-    def _find_row(self, role: int, value: str) -> int | None:
-        for row in range(self.model.rowCount()):
-            if self.model.item(row, 0).data(role) == value:
-                return row
-        return None
+    def fits_tip(self, sha: str) -> str | None:
+        """The "fits" cell's tooltip (tests)."""
+        summary = self.model.summary(sha)
+        return None if summary is None else self.model.fits(summary)[1]
 
     def _status_row(self, path: Path, state: str, text: str, tip: str) -> None:
-        row = self._find_row(PATH_ROLE, str(path))
-        if row is not None and self.model.item(row, 0).data(STATE_ROLE) != "ready":
-            self.model.removeRow(row)
-        title = QStandardItem(f"{path.name} — {text}")
-        title.setData(state, STATE_ROLE)
-        title.setData(str(path), PATH_ROLE)
-        title.setData(path.name, FILTER_ROLE)
-        title.setToolTip(tip)
-        icon = {
-            "failed": QStyle.StandardPixmap.SP_MessageBoxWarning,
-            "reading": QStyle.StandardPixmap.SP_BrowserReload,
-        }.get(state, QStyle.StandardPixmap.SP_FileIcon)
-        title.setIcon(self.style().standardIcon(icon))
-        if state != "failed":
-            title.setForeground(self.palette().placeholderText())
-        self.model.insertRow(0, [title, QStandardItem(), QStandardItem(), QStandardItem()])
+        self.model.put_status(StatusRow(str(path), state, text, tip))
         self._update_empty()
 
     def row_texts(self) -> list[str]:
         """The titles as shown, top to bottom (tests)."""
-        return [self.proxy.index(r, 0).data() for r in range(self.proxy.rowCount())]
+        return [self.model.index(r, 0).data() for r in range(self.model.rowCount())]
 
     def _update_empty(self) -> None:
-        empty = self.model.rowCount() == 0
+        empty = self.model.total == 0
         self.empty_label.setVisible(empty)
         self.view.setVisible(not empty)
         self.filter_edit.setVisible(not empty)
         self.remove_button.setEnabled(not empty)
+
+    @Slot(str)
+    def _on_filter_edit_text_changed(self, text: str) -> None:
+        selected = self.selected_sha()
+        self.view.selectionModel().blockSignals(True)
+        self.model.set_filter(text)
+        if selected:
+            self.select(selected)
+        self.view.selectionModel().blockSignals(False)
 
     # --- selection ----------------------------------------------------------------------
 
@@ -233,13 +498,13 @@ class LibraryPanel(QWidget):
         return str(sha) if sha else None
 
     def select(self, sha: str) -> None:
-        """Select a document's row."""
-        row = self._find_row(SHA_ROLE, sha)
+        """Select a document's row (and show it)."""
+        row = self.model.find(sha)
         if row is None:
             return
-        index = self.proxy.mapFromSource(self.model.index(row, 0))
-        if index.isValid():
-            self.view.setCurrentIndex(index)
+        index = self.model.index(row, 0)
+        self.view.setCurrentIndex(index)
+        self.view.scrollTo(index)
 
     @Slot()
     def _on_view_current_row_changed(self) -> None:
@@ -250,22 +515,23 @@ class LibraryPanel(QWidget):
     def remove_selected(self) -> None:
         """Forget the selected document (or drop a failed row)."""
         index = self.view.currentIndex()
-        if not index.isValid():
+        row = self.model.row_at(index.row()) if index.isValid() else None
+        if row is None:
             return
-        source = self.proxy.mapToSource(index.siblingAtColumn(0))
-        item = self.model.itemFromIndex(source)
-        sha = item.data(SHA_ROLE)
-        if item.data(STATE_ROLE) != "ready" or not sha:
-            if item.data(STATE_ROLE) == "failed":
-                self.model.removeRow(source.row())
+        if isinstance(row, StatusRow):
+            if row.state == "failed":
+                self.model.remove_status(row.path)
                 self._update_empty()
             return
+        sha = row.sha256
         store = self.store
+
+        def removed(_: None) -> None:
+            self.model.remove_document(sha)
+            self._update_empty()
+
         tasks.run_call(
-            lambda: store.remove_document(str(sha)),
-            success=lambda _: self.refresh(),
-            failure=messages.error,
-            name="remove",
+            lambda: store.remove_document(sha), receiver=self, success=removed, name="remove"
         )
 
     # --- ingesting ----------------------------------------------------------------------
@@ -281,8 +547,8 @@ class LibraryPanel(QWidget):
             return
         tasks.run_call(
             lambda: expand_paths([Path(p) for p in paths]),
+            receiver=self,
             success=self._enqueue,
-            failure=messages.error,
             name="expand",
         )
 
@@ -312,6 +578,7 @@ class LibraryPanel(QWidget):
         store = self.store
         tasks.run_call(
             lambda: open_document(path, store),
+            receiver=self,
             success=lambda result: self._on_ingested(path, result),
             failure=lambda exc: self._on_ingest_failed(path, exc),
             name="ingest",
@@ -320,9 +587,10 @@ class LibraryPanel(QWidget):
     def _on_ingested(self, path: Path, result: tuple[Document, bool]) -> None:
         doc, reused = result
         self._finish_one(path)
-        row = self._find_row(PATH_ROLE, str(path))
-        if row is not None:
-            self.model.removeRow(row)
+        self.model.remove_status(str(path))
+        # One row in, not the whole list again (that cost seconds at 2,000 documents).
+        self.model.put_document(summary_of(doc))
+        self._update_empty()
         if doc.warnings:
             messages.warning(f"{path.name}: {'; '.join(doc.warnings)}")
         elif not reused:
@@ -332,7 +600,6 @@ class LibraryPanel(QWidget):
             )
         if path == self._open_after:
             self.document_opened.emit(doc)
-        self.refresh()
         self._next()
 
     def _on_ingest_failed(self, path: Path, exc: BaseException) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
+from datetime import datetime
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Slot
@@ -17,15 +19,21 @@ from PySide6.QtGui import (
     QShowEvent,
 )
 from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
     QFileDialog,
     QLabel,
     QMainWindow,
     QMenu,
     QMessageBox,
+    QPlainTextEdit,
     QSplitter,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
 )
 
-from desktop.config import Settings, data_dir, load_settings
+from desktop.config import Settings, data_dir, load_settings, setting_sources
 from desktop.documents import SUPPORTED_SUFFIXES
 from desktop.documents.model import Document
 from desktop.errors import ConfigError
@@ -46,11 +54,45 @@ from server_manager import ServerManager, ServerStatus
 log = logging.getLogger("longdoc.ui")
 
 INFO_TIMEOUT_MS = 6_000
+MESSAGE_LOG_SIZE = 500
 
 
 def ui_settings() -> QSettings:
     """Window geometry and splitters, kept beside the rest of Longdoc's state."""
     return QSettings(str(data_dir() / "ui.ini"), QSettings.Format.IniFormat)
+
+
+class MessagesDialog(QDialog):
+    """The message history, newest last, as plain text (never interpreted as markup)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Longdoc messages")
+        self.setObjectName("messagesDialog")
+        self.view = QPlainTextEdit()
+        self.view.setReadOnly(True)
+        self.view.setObjectName("messageLog")
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.close)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.view)
+        layout.addWidget(buttons)
+        self.resize(640, 360)
+
+    def show_log(self, log: list[tuple[float, messages.Message]]) -> None:
+        """Show these messages."""
+        lines = [
+            f"{datetime.fromtimestamp(at).strftime('%H:%M:%S')}  "
+            f"{message.level.value.upper():7}  {message.text}"
+            for at, message in log
+        ]
+        self.view.setPlainText("\n".join(lines) if lines else "No messages yet.")
+        bar = self.view.verticalScrollBar()
+        bar.setValue(bar.maximum())
+
+    def text(self) -> str:
+        """What the history shows (tests)."""
+        return self.view.toPlainText()
 
 
 class MainWindow(QMainWindow):
@@ -97,6 +139,17 @@ class MainWindow(QMainWindow):
         self.statusBar().addWidget(self.message_label, 1)
         self.indicator = ServerIndicator()
         self.statusBar().addPermanentWidget(self.indicator)
+        # Every message stays readable here (the status line shows only the last one).
+        self.message_log: list[tuple[float, messages.Message]] = []
+        self._unseen = 0  # warnings and errors since the history was last opened
+        self.messages_button = QToolButton()
+        self.messages_button.setObjectName("messagesButton")
+        self.messages_button.setAutoRaise(True)
+        self.messages_button.setToolTip("Message history (Ctrl+Shift+M)")
+        self.messages_button.clicked.connect(self.show_messages)
+        self.statusBar().addPermanentWidget(self.messages_button)
+        self.messages_dialog: MessagesDialog | None = None
+        self._update_messages_button()
         self._message_timer = QTimer(self)
         self._message_timer.setSingleShot(True)
         self._message_timer.timeout.connect(self.message_label.clear)
@@ -109,6 +162,7 @@ class MainWindow(QMainWindow):
         self.library.document_selected.connect(self._on_library_document_selected)
         self.library.document_opened.connect(self._on_library_document_opened)
         self.ask_panel.citation_clicked.connect(self._on_ask_panel_citation_clicked)
+        self.ask_panel.quote_clicked.connect(self._on_ask_panel_quote_clicked)
         self.ask_panel.server_start_requested.connect(self._on_ask_panel_server_start_requested)
         self.ask_panel.settings_requested.connect(self.show_settings)
         self.ask_panel.answer_finished.connect(self._on_ask_panel_answer_finished)
@@ -127,7 +181,13 @@ class MainWindow(QMainWindow):
             self._on_bus_message_posted(message)
         self.library.refresh()
         self.monitor.start()
-        tasks.run_call(session.recent_answers, success=session.learn, name="learn rates")
+        tasks.run_call(
+            session.recent_answers,
+            receiver=self,
+            success=session.learn,
+            failure=lambda exc: log.info("no prefill rates learnt: %s", exc),
+            name="learn rates",
+        )
 
     # --- actions and shortcuts ---------------------------------------------------------
 
@@ -202,6 +262,8 @@ class MainWindow(QMainWindow):
             self._action("Zoom &out", QKeySequence.StandardKey.ZoomOut, self.doc_view.zoom_out)
         )
         view_menu.addAction(self._action("Fit &width", "Ctrl+0", self.doc_view.fit_width))
+        view_menu.addSeparator()
+        view_menu.addAction(self._action("&Messages…", "Ctrl+Shift+M", self.show_messages))
 
         server_menu = menu.addMenu("&Server")
         server_menu.addAction(
@@ -255,6 +317,13 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _on_bus_message_posted(self, message: messages.Message) -> None:
+        self.message_log.append((time.time(), message))
+        del self.message_log[:-MESSAGE_LOG_SIZE]
+        if message.level is not messages.Level.INFO:
+            self._unseen += 1
+        self._update_messages_button()
+        if self.messages_dialog is not None and self.messages_dialog.isVisible():
+            self.messages_dialog.show_log(self.message_log)
         self.message_label.setText(message.text)
         role = (
             QPalette.ColorRole.WindowText
@@ -270,6 +339,21 @@ class MainWindow(QMainWindow):
             self._message_timer.start(INFO_TIMEOUT_MS)
         else:
             self._message_timer.stop()
+
+    def _update_messages_button(self) -> None:
+        unseen = self._unseen
+        self.messages_button.setText(f"Messages ({unseen} new)" if unseen else "Messages")
+
+    def show_messages(self) -> MessagesDialog:
+        """The message history: every note, warning and error of this session."""
+        if self.messages_dialog is None:
+            self.messages_dialog = MessagesDialog(self)
+        self.messages_dialog.show_log(self.message_log)
+        self.messages_dialog.show()
+        self.messages_dialog.raise_()
+        self._unseen = 0
+        self._update_messages_button()
+        return self.messages_dialog
 
     # --- documents ------------------------------------------------------------------------
 
@@ -326,9 +410,7 @@ class MainWindow(QMainWindow):
             if self.library.selected_sha() == sha:
                 self.show_document(doc)
 
-        tasks.run_call(
-            lambda: store.load_document(sha), success=loaded, failure=messages.error, name="load"
-        )
+        tasks.run_call(lambda: store.load_document(sha), receiver=self, success=loaded, name="load")
 
     @Slot(object)
     def _on_library_document_opened(self, doc: Document) -> None:
@@ -368,6 +450,10 @@ class MainWindow(QMainWindow):
             cited = label if label is not None else f"#{number}"
             messages.warning(f"The answer cites page {cited}, which this document does not have.")
 
+    @Slot(str, int)
+    def _on_ask_panel_quote_clicked(self, quote: str, number: int) -> None:
+        self.doc_view.show_quote(number, quote)
+
     @Slot(object)
     def _on_ask_panel_answer_finished(self, _result: object) -> None:
         self.monitor.poll()
@@ -377,6 +463,7 @@ class MainWindow(QMainWindow):
     @Slot(object)
     def _on_monitor_status_changed(self, status: ServerStatus) -> None:
         self.indicator.set_status(status)
+        self.ask_panel.set_server_state(status.state)
         self.first_run.set_server_status(status, self.monitor.external)
         became_ready = status.state in ("ready", "busy") and self._server_state not in (
             "ready",
@@ -397,6 +484,7 @@ class MainWindow(QMainWindow):
 
         self._context_task = tasks.run_call(
             session.context_length,
+            receiver=self,
             success=known,
             failure=lambda exc: log.info("context length unknown: %s", exc),
             name="context length",
@@ -427,8 +515,8 @@ class MainWindow(QMainWindow):
 
         tasks.run_call(
             lambda: open_document(wanted, store)[0],
+            receiver=self,
             success=opened,
-            failure=messages.error,
             name="open cited document",
         )
 
@@ -472,7 +560,9 @@ class MainWindow(QMainWindow):
         except ConfigError as exc:
             messages.error(exc)
             file_settings = Settings()
-        dialog = SettingsDialog(file_settings, self)
+        dialog = SettingsDialog(
+            file_settings, self, effective=self.session.settings, sources=setting_sources()
+        )
         dialog.settings_saved.connect(self._on_settings_dialog_saved)
         dialog.open()
         return dialog
@@ -557,6 +647,7 @@ class MainWindow(QMainWindow):
         with contextlib.suppress(RuntimeError, TypeError):  # already disconnected
             messages.bus().message_posted.disconnect(self._on_bus_message_posted)
         tasks.wait_all(5_000)
+        self.session.close()
         event.accept()
 
     def _maybe_stop_server(self) -> None:
@@ -575,4 +666,4 @@ class MainWindow(QMainWindow):
         )
         if answer == QMessageBox.StandardButton.Yes:
             manager = ServerManager(data_dir(), settings)
-            tasks.run_call(manager.stop, failure=messages.error, name="stop server")
+            tasks.run_call(manager.stop, receiver=self, name="stop server")

@@ -66,13 +66,25 @@ def marks_for(checks: Sequence[QuoteCheck]) -> list[QuoteMark]:
     return [QuoteMark(c.quote, status_of(c), tuple(c.cited), c.found_on) for c in checks]
 
 
-def mark_quotes(document: QTextDocument, marks: Sequence[QuoteMark], pages: Sequence[Page]) -> int:
-    """Write a mark after each quote found in the rendered answer; how many were written.
+@dataclass(frozen=True)
+class PlacedMark:
+    """A mark written into the rendered answer: the quote, its citation and the mark
+    span ``start:end`` there (so a click on the citation or the mark finds its quote)."""
+
+    start: int
+    end: int
+    mark: QuoteMark
+
+
+def mark_quotes(
+    document: QTextDocument, marks: Sequence[QuoteMark], pages: Sequence[Page]
+) -> list[PlacedMark]:
+    """Write a mark after each quote found in the rendered answer; the marks written.
 
     Quotes are looked for in order, each after the previous one, so the same words quoted
     twice get a mark each. Only formats go in (no HTML); the only link is a page.
     """
-    placed = 0
+    placed: list[PlacedMark] = []
     position = 0
     cursor = QTextCursor(document)
     cursor.beginEditBlock()
@@ -92,7 +104,7 @@ def mark_quotes(document: QTextDocument, marks: Sequence[QuoteMark], pages: Sequ
             if mark.status == "not_found":
                 _flag_quote(document, start, end)
             position = _write_mark(document, insert_at, mark, pages)
-            placed += 1
+            placed.append(PlacedMark(start, position, mark))
     finally:
         cursor.endEditBlock()
     return placed

@@ -175,7 +175,11 @@ class ServerMonitor(QObject):
             return ServerManager(data_dir(), settings).status(gpus=gpus)
 
         self._task = tasks.run_call(
-            look, success=self._on_look_done, failure=self._on_look_failed, name="server status"
+            look,
+            receiver=self,
+            success=self._on_look_done,
+            failure=self._on_look_failed,
+            name="server status",
         )
 
     def _on_look_done(self, status: ServerStatus) -> None:
@@ -494,6 +498,7 @@ class ServerPanel(QDialog):
         manager = self.monitor.manager()
         self._log_task = tasks.run_stream(
             lambda cancel: manager.logs(follow=True, stop=cancel),
+            receiver=self,
             events=self._on_log_lines,
             failure=lambda exc: self.log_view.appendPlainText(f"({messages.describe(exc)})"),
             name="server log",
@@ -555,6 +560,7 @@ class ServerPanel(QDialog):
                 progress=relay.line_posted.emit,
                 cancel=cancel,
             ),
+            receiver=self,
             success=done,
             failure=failed,
             name="selftest",
@@ -586,7 +592,7 @@ class ServerPanel(QDialog):
             self._show(self.monitor.status)
 
         assert callable(job)
-        self._action = tasks.run_call(job, success=done, failure=failed, name=what)
+        self._action = tasks.run_call(job, receiver=self, success=done, failure=failed, name=what)
         self._show(self.monitor.status)
         self.monitor.poll()
 

@@ -18,8 +18,27 @@ from desktop.answering.prompt import PageRange, count_prompt_tokens
 from desktop.answering.service import Answerer, Endpoint, resolve_endpoint
 from desktop.config import Settings, data_dir
 from desktop.documents.model import Document
+from desktop.documents.pdf import no_text_reason
 from desktop.store.db import Store, StoredAnswer
 from server_manager import Connection, connection_for
+
+
+def unanswerable_reason(kind: str, pages: int, empty_pages: int) -> str | None:
+    """Why no question can be asked about a document (no text at all), else None.
+
+    The same rule as the core's ``require_text`` for the whole document, from the counts a
+    library row has; the server reads text only, so image-only pages give it nothing.
+    """
+    if pages and empty_pages < pages:
+        return None
+    if kind == "pdf" and pages:
+        return no_text_reason(pages)
+    return "the document holds no text"
+
+
+def document_unanswerable(doc: Document) -> str | None:
+    """``unanswerable_reason`` for an open document."""
+    return unanswerable_reason(doc.kind, len(doc.pages), len(doc.empty_pages))
 
 
 @dataclass(frozen=True)
@@ -47,6 +66,13 @@ class Session:
         """New settings: drop the answerer so the next question uses the new endpoint."""
         with self._lock:
             self.settings = settings
+            old, self._answerer = self._answerer, None
+        if old is not None:
+            old.close()
+
+    def close(self) -> None:
+        """Release the answerer's connections (the window is closing)."""
+        with self._lock:
             old, self._answerer = self._answerer, None
         if old is not None:
             old.close()
@@ -120,13 +146,20 @@ class Session:
             rate = statistics.median(self._rates)
         return max(0.0, (prompt_tokens - cached_guess) / rate)
 
-    def prefill_guess(self, sent: Sent, earlier: list[StoredAnswer]) -> prefill.PrefillGuess:
-        """The expected wait for the first token of a prompt just sent."""
+    def prefill_guess(
+        self, sent: Sent, earlier: list[StoredAnswer], warm: bool = False
+    ) -> prefill.PrefillGuess:
+        """The expected wait for the first token of a prompt just sent; ``warm``: the pages
+        were warmed up, so the server has to read about the question only."""
         with self._lock:
             rate = statistics.median(self._rates) if self._rates else None
-        return prefill.guess(
+        guess = prefill.guess(
             sent.prompt_tokens, rate, earlier, sent.first_page, sent.last_page, time.time()
         )
+        if not warm:
+            return guess
+        uncached = min(guess.uncached_tokens, prefill.QUESTION_ALLOWANCE)
+        return prefill.PrefillGuess(sent.prompt_tokens, uncached, uncached / rate if rate else None)
 
     def recent_answers(self, limit_documents: int = 20) -> list[StoredAnswer]:
         """Answers about recently opened documents (to learn the throughput; blocking)."""

@@ -1,8 +1,16 @@
-"""Settings: every field of ``longdoc.toml``, validated as you type, saved atomically."""
+"""Settings: every field of ``longdoc.toml``, validated as you type, saved atomically.
+
+The fields come from the ``Settings`` dataclass (its names, types and defaults): a setting
+added there appears here with an editor for its type. This module only words them (labels,
+hints) and picks a list for the two fields that have one. Beside each field the dialog says
+what is in effect and where that comes from (flag, environment, file, default), since the
+environment overrides the file and the dialog edits the file.
+"""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
+from typing import Any
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QPalette
@@ -19,71 +27,105 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.config import Settings, config_path, data_dir, save_settings
+from desktop.config import Settings, config_path, data_dir, save_settings, setting_sources
 from desktop.errors import ConfigError
+
+# How each field is worded: label, what an empty value means (or a check box's text), tip.
+WORDING: dict[str, tuple[str, str, str]] = {
+    "endpoint": ("Server endpoint:", "empty: the server Longdoc manages", ""),
+    "model": ("Model:", "empty: the server's model", ""),
+    "api_key": ("API key:", "empty: none, or the managed server's key", ""),
+    "thinking": ("", "Let the model think before answering", ""),
+    "answer_reserve": ("Answer reserve:", " tokens", "Tokens kept for the answer"),
+    "min_prefill_rate": (
+        "Slowest prefill:",
+        " tokens/s",
+        "The slowest prefill your GPU does; sets how long to wait for the first token",
+    ),
+    "profile": ("Server profile:", "", ""),
+    "container_runtime": ("Container runtime:", "", ""),
+    "keep_server_running": ("", "Keep the server running after Longdoc quits", ""),
+    "context_length": (
+        "Context length:",
+        " tokens",
+        "For servers that do not report their context; 0 = as the server reports",
+    ),
+}
+SECRET_FIELDS = {"api_key"}
+
+
+def _wording(name: str) -> tuple[str, str, str]:
+    return WORDING.get(name, (name.replace("_", " ").capitalize() + ":", "", ""))
+
+
+def _shown(name: str, value: Any) -> str:
+    """A value as the "in effect" line shows it."""
+    if name in SECRET_FIELDS:
+        return "set" if value else "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if value:
+        return str(value)
+    if name == "container_runtime":
+        return "automatic"
+    hint = _wording(name)[1]
+    return hint if hint.startswith("empty") else "empty"
 
 
 class SettingsDialog(QDialog):
-    """Edits the settings file's values (environment overrides are not written back)."""
+    """Edits the settings file's values; shows what is in effect and why."""
 
     settings_saved = Signal(object)  # Settings as saved
 
-    def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        parent: QWidget | None = None,
+        effective: Settings | None = None,
+        sources: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Longdoc settings")
         self.setObjectName("settingsDialog")
         self.original = settings
-
-        self.endpoint_edit = QLineEdit(settings.endpoint)
-        self.endpoint_edit.setPlaceholderText("empty: the server Longdoc manages")
-        self.model_edit = QLineEdit(settings.model)
-        self.model_edit.setPlaceholderText("empty: the server's model")
-        self.api_key_edit = QLineEdit(settings.api_key)
-        self.api_key_edit.setEchoMode(QLineEdit.EchoMode.PasswordEchoOnEdit)
-        self.api_key_edit.setPlaceholderText("empty: none, or the managed server's key")
-        self.thinking_box = QCheckBox("Let the model think before answering")
-        self.thinking_box.setChecked(settings.thinking)
-        self.reserve_spin = QSpinBox()
-        # The minimum is not enforced by the spin box on purpose: validate() says why.
-        self.reserve_spin.setRange(0, 1_000_000)
-        self.reserve_spin.setSingleStep(1024)
-        self.reserve_spin.setGroupSeparatorShown(True)
-        self.reserve_spin.setSuffix(" tokens")
-        self.reserve_spin.setValue(settings.answer_reserve)
-        self.prefill_spin = QSpinBox()
-        self.prefill_spin.setRange(0, 1_000_000)
-        self.prefill_spin.setGroupSeparatorShown(True)
-        self.prefill_spin.setSuffix(" tokens/s")
-        self.prefill_spin.setValue(settings.min_prefill_rate)
-        self.prefill_spin.setToolTip(
-            "The slowest prefill your GPU does; sets how long to wait for the first token"
-        )
-        self.profile_combo = QComboBox()
-        self.profile_combo.setEditable(False)
-        names = _profiles()
-        if settings.profile not in names:
-            names.append(settings.profile)
-        self.profile_combo.addItems(names)
-        self.profile_combo.setCurrentText(settings.profile)
-        self.runtime_combo = QComboBox()
-        self.runtime_combo.addItem("automatic", "")
-        self.runtime_combo.addItem("podman", "podman")
-        self.runtime_combo.addItem("docker", "docker")
-        index = self.runtime_combo.findData(settings.container_runtime)
-        self.runtime_combo.setCurrentIndex(max(index, 0))
-        self.keep_box = QCheckBox("Keep the server running after Longdoc quits")
-        self.keep_box.setChecked(settings.keep_server_running)
+        self.effective = effective if effective is not None else settings
+        self.sources = sources if sources is not None else setting_sources()
+        self.editors: dict[str, QWidget] = {}
+        self.effect_labels: dict[str, QLabel] = {}
 
         form = QFormLayout()
-        form.addRow("Server endpoint:", self.endpoint_edit)
-        form.addRow("Model:", self.model_edit)
-        form.addRow("API key:", self.api_key_edit)
-        form.addRow("", self.thinking_box)
-        form.addRow("Answer reserve:", self.reserve_spin)
-        form.addRow("Slowest prefill:", self.prefill_spin)
-        form.addRow("Server profile:", self.profile_combo)
-        form.addRow("Container runtime:", self.runtime_combo)
-        form.addRow("", self.keep_box)
+        for f in fields(Settings):
+            editor = self._editor(f.name, getattr(settings, f.name))
+            self.editors[f.name] = editor
+            label, _hint, tip = _wording(f.name)
+            if tip:
+                editor.setToolTip(tip)
+            effect = QLabel()
+            effect.setObjectName(f"effect_{f.name}")
+            effect.setTextFormat(Qt.TextFormat.PlainText)
+            effect.setWordWrap(True)
+            effect.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+            self.effect_labels[f.name] = effect
+            box = QWidget()
+            column = QVBoxLayout(box)
+            column.setContentsMargins(0, 0, 0, 0)
+            column.setSpacing(1)
+            column.addWidget(editor)
+            column.addWidget(effect)
+            form.addRow(label, box)
+
+        # The names the rest of the app (and the tests) use for the editors.
+        self.endpoint_edit: QLineEdit = self.editors["endpoint"]  # type: ignore[assignment]
+        self.model_edit: QLineEdit = self.editors["model"]  # type: ignore[assignment]
+        self.api_key_edit: QLineEdit = self.editors["api_key"]  # type: ignore[assignment]
+        self.thinking_box: QCheckBox = self.editors["thinking"]  # type: ignore[assignment]
+        self.reserve_spin: QSpinBox = self.editors["answer_reserve"]  # type: ignore[assignment]
+        self.prefill_spin: QSpinBox = self.editors["min_prefill_rate"]  # type: ignore[assignment]
+        self.profile_combo: QComboBox = self.editors["profile"]  # type: ignore[assignment]
+        self.runtime_combo: QComboBox = self.editors["container_runtime"]  # type: ignore[assignment]
+        self.keep_box: QCheckBox = self.editors["keep_server_running"]  # type: ignore[assignment]
 
         self.error_label = QLabel()
         self.error_label.setObjectName("settingsError")
@@ -93,7 +135,9 @@ class SettingsDialog(QDialog):
         font.setBold(True)
         self.error_label.setFont(font)
         self.where_label = QLabel(
-            f"Saved in {config_path()}. Server profiles: {data_dir() / 'profiles'}."
+            f"Saved in {config_path()}. Server profiles: {data_dir() / 'profiles'}. "
+            "The environment (LONGDOC_ENDPOINT, LONGDOC_MODEL, LONGDOC_API_KEY) overrides "
+            "the file; command-line flags override both."
         )
         self.where_label.setTextFormat(Qt.TextFormat.PlainText)
         self.where_label.setWordWrap(True)
@@ -109,30 +153,82 @@ class SettingsDialog(QDialog):
         layout.addWidget(self.error_label)
         layout.addWidget(self.where_label)
         layout.addWidget(self.buttons)
-
-        for edit in (self.endpoint_edit, self.model_edit, self.api_key_edit):
-            edit.textChanged.connect(self._on_any_changed)
-        for spin in (self.reserve_spin, self.prefill_spin):
-            spin.valueChanged.connect(self._on_any_changed)
-        for combo in (self.profile_combo, self.runtime_combo):
-            combo.currentIndexChanged.connect(self._on_any_changed)
-        self.resize(560, self.sizeHint().height())
+        self.resize(600, self.sizeHint().height())
         self._on_any_changed()
+
+    # --- one editor per field, by its type -------------------------------------------------
+
+    def _editor(self, name: str, value: Any) -> QWidget:
+        _label, hint, _tip = _wording(name)
+        if name == "profile":
+            combo = QComboBox()
+            names = _profiles()
+            if value not in names:
+                names.append(value)
+            combo.addItems(names)
+            combo.setCurrentText(value)
+            combo.currentIndexChanged.connect(self._on_any_changed)
+            return combo
+        if name == "container_runtime":
+            combo = QComboBox()
+            for text, data in (("automatic", ""), ("podman", "podman"), ("docker", "docker")):
+                combo.addItem(text, data)
+            combo.setCurrentIndex(max(combo.findData(value), 0))
+            combo.currentIndexChanged.connect(self._on_any_changed)
+            return combo
+        if isinstance(value, bool):
+            box = QCheckBox(hint)
+            box.setChecked(value)
+            box.toggled.connect(self._on_any_changed)
+            return box
+        if isinstance(value, int):
+            spin = QSpinBox()
+            # No minimum enforced by the spin box on purpose: validate() says why.
+            spin.setRange(0, 16_777_216)
+            spin.setGroupSeparatorShown(True)
+            spin.setSuffix(hint)
+            if name == "answer_reserve":
+                spin.setSingleStep(1024)
+            spin.setValue(value)
+            spin.valueChanged.connect(self._on_any_changed)
+            return spin
+        edit = QLineEdit(str(value))
+        edit.setPlaceholderText(hint)
+        if name in SECRET_FIELDS:
+            edit.setEchoMode(QLineEdit.EchoMode.PasswordEchoOnEdit)
+        edit.textChanged.connect(self._on_any_changed)
+        return edit
+
+    def _value(self, name: str) -> Any:
+        editor = self.editors[name]
+        if isinstance(editor, QComboBox):
+            data = editor.currentData()
+            return str(data) if data is not None else editor.currentText()
+        if isinstance(editor, QCheckBox):
+            return editor.isChecked()
+        if isinstance(editor, QSpinBox):
+            return editor.value()
+        assert isinstance(editor, QLineEdit)
+        return editor.text().strip()
 
     def current(self) -> Settings:
         """The settings as edited (not validated)."""
-        return replace(
-            self.original,
-            endpoint=self.endpoint_edit.text().strip(),
-            model=self.model_edit.text().strip(),
-            api_key=self.api_key_edit.text().strip(),
-            thinking=self.thinking_box.isChecked(),
-            answer_reserve=self.reserve_spin.value(),
-            min_prefill_rate=self.prefill_spin.value(),
-            profile=self.profile_combo.currentText(),
-            container_runtime=str(self.runtime_combo.currentData() or ""),
-            keep_server_running=self.keep_box.isChecked(),
-        )
+        return replace(self.original, **{f.name: self._value(f.name) for f in fields(Settings)})
+
+    def in_effect(self, name: str) -> str:
+        """The "in effect" line of a field: the value that applies now, and where it is from."""
+        value = _shown(name, getattr(self.effective, name))
+        source = self.sources.get(name, "default")
+        if source == "flag":
+            where = "a command-line flag"
+        elif source.startswith("environment"):
+            var = source.removeprefix("environment (").rstrip(")")
+            where = f"the environment variable {var}, which overrides the file"
+        elif source == "file":
+            where = config_path().name
+        else:
+            where = "the default"
+        return f"In effect: {value} (from {where})"
 
     def error(self) -> str | None:
         """The validation error of the edited settings, or None."""
@@ -144,6 +240,10 @@ class SettingsDialog(QDialog):
 
     @Slot()
     def _on_any_changed(self) -> None:
+        if len(self.editors) < len(fields(Settings)) or not hasattr(self, "buttons"):
+            return  # still building the form
+        for name, label in self.effect_labels.items():
+            label.setText(self.in_effect(name))
         error = self.error()
         self.error_label.setText(error or "")
         self.error_label.setVisible(error is not None)

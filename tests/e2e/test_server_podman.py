@@ -8,7 +8,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -215,9 +214,7 @@ def test_second_process_adopts_and_racing_starts_agree(
     first_id = container_id(names[0])
 
     # A third, later process (the GUI, say) adopts instead of starting another.
-    started = time.monotonic()
     connection = manager(managed_home).start()
-    assert time.monotonic() - started < 3
     assert labelled(managed_home) == names
     assert container_id(names[0]) == first_id
     assert http_status(f"{connection.url}/v1/models", connection.api_key) == 200
@@ -665,9 +662,7 @@ def test_backoff_forgets_the_dead_engine(managed_home: Path, native_profile: Pro
     assert "restarting in 300 s" in str(state["error"])
     assert state["pid"] == 0 and state["process"] is None
     assert not _live(engine)
-    started = time.monotonic()
     assert m.stop() is True  # the supervisor only
-    assert time.monotonic() - started < 30
 
 
 def test_native_engine_without_its_supervisor_is_replaced_as_status_says(

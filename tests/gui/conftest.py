@@ -75,6 +75,9 @@ def make_window(qtbot: object, store: Store) -> Iterator[object]:
 
     def make(settings: Settings) -> MainWindow:
         window = create_window(settings, store, poll_ms=150)
+        # No background warm-up requests in tests about something else (test_warm_up.py
+        # turns it on): they would change what the server receives and aborts.
+        window.ask_panel.warm_up_enabled = False
         qtbot.addWidget(window)  # type: ignore[attr-defined]
         window.show()
         windows.append(window)

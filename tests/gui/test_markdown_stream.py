@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from PySide6.QtCore import QCoreApplication
 from PySide6.QtGui import QFont, QGuiApplication, QTextDocument
 from pytestqt.qtbot import QtBot
 
@@ -150,8 +151,11 @@ def test_streamed_text_is_drawn_at_most_once_per_frame(qtbot: QtBot) -> None:
     assert doc.toPlainText() == (
         "The first words arrive in a burst and more at the end.\nA last para"
     )
-    qtbot.wait(int(FRAME_S * 3000))  # no late timer redraws the finished text
-    assert writer.draws == 4
+    # No timer is left to redraw the finished text later: the frame timer is stopped and
+    # the events already posted change nothing.
+    assert not writer._frame_timer.isActive()
+    QCoreApplication.processEvents()
+    assert writer.draws == 4 and not writer.waiting
 
 
 def test_a_bold_phrase_never_shows_raw_stars_while_it_streams(qapp: QGuiApplication) -> None:

@@ -91,7 +91,7 @@ def test_document_text_is_shown_escaped_with_page_anchors(
 def test_pdf_navigation_by_label_and_number_zoom_and_find(qtbot: QtBot, window: MainWindow) -> None:
     open_document(window, qtbot, GEOTOPO)
     view = window.doc_view
-    assert view.mode == "pdf"
+    qtbot.waitUntil(lambda: view.mode == "pdf")
     # GeoTopo's front matter is labelled i, ii, iii; page "1" is the fourth page.
     assert view.number_for_label("iii") == 3
     assert view.number_for_label("1") == 4
@@ -176,6 +176,9 @@ def test_layout_is_remembered(qtbot: QtBot, make_window: object, settings: objec
     assert stored.contains("splitters/main")
     second: MainWindow = make_window(settings)  # type: ignore[operator]
     qtbot.waitUntil(lambda: second.width() == first.width())
-    qtbot.wait(50)  # the splitters are restored on the next turn of the event loop
-    got = [size / sum(second.splitter.sizes()) for size in second.splitter.sizes()]
-    assert got == pytest.approx(wanted, abs=0.05)
+
+    def proportions() -> list[float]:
+        return [size / sum(second.splitter.sizes()) for size in second.splitter.sizes()]
+
+    # The splitters are restored on a later turn of the event loop: wait for it.
+    qtbot.waitUntil(lambda: proportions() == pytest.approx(wanted, abs=0.05))

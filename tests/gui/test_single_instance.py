@@ -6,7 +6,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -62,7 +61,6 @@ def test_a_second_start_sends_its_file_to_the_open_window_and_exits(
     env = {**os.environ, "LONGDOC_HOME": str(home), "QT_QPA_PLATFORM": "offscreen"}
     # A relative path: the second start makes it absolute before sending.
     relative = os.path.relpath(FOUR_PAGES, tmp_path)
-    started = time.monotonic()
     with qtbot.waitSignal(guard.files_received, timeout=30_000) as blocker:
         second = spawn(
             [str(LONGDOC), "gui", relative],
@@ -73,13 +71,11 @@ def test_a_second_start_sends_its_file_to_the_open_window_and_exits(
         )
     # The event loop must run while the second start waits for the first one's answer.
     qtbot.waitUntil(lambda: second.poll() is not None, timeout=30_000)
-    elapsed = time.monotonic() - started
     out, err = second.communicate()
     assert second.returncode == 0, err
     assert blocker.args == [[FOUR_PAGES.absolute()]]
     assert err.strip().splitlines()[-1] == ALREADY_OPEN
     assert out == ""
-    assert elapsed < 20, f"the second start took {elapsed:.1f} s"
     # The first instance added the file and shows it.
     qtbot.waitUntil(
         lambda: window.document is not None and Path(window.document.path) == FOUR_PAGES.absolute(),

@@ -451,6 +451,10 @@ class Behaviour:
     """Needle mode (``longdoc server selftest``): answer "vault: code" for every planted
     access code in the first ``needle_horizon`` fraction of the prompt (1.0 reads it all;
     0.6 misses late needles, like a server whose context silently ends early)."""
+    stall_after: int | None = None
+    """Streams write this many SSE events, then hang: no more bytes and no close, deaf to
+    ``/abort_request`` and to the client leaving, until the server stops (a wedged server).
+    0 hangs before the response headers."""
 
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -469,6 +473,7 @@ class Behaviour:
         "ready",
         "image_understanding",
         "needle_horizon",
+        "stall_after",
     )
 
     def update(self, **changes: Any) -> None:
@@ -1774,6 +1779,9 @@ class _Handler(BaseHTTPRequestHandler):
         """Streaming answer; returns True when aborted or cut off."""
         fake = self.fake
         settings = fake.behaviour.snapshot()
+        stall_after: int | None = settings["stall_after"]
+        if stall_after == 0:
+            self._stall()
         # 0.5.15+ kick-starts the generator before sending HTTP 200, so headers only leave
         # after prefill; 0.5.9 (and generic servers) send 200 at once.
         if fake.flavor == "new":
@@ -1793,6 +1801,8 @@ class _Handler(BaseHTTPRequestHandler):
             events += 1
             if disconnect_after is not None and events >= disconnect_after:
                 self._drop()
+            if stall_after is not None and events >= stall_after:
+                self._stall()
 
         started = time.monotonic()
         generated = 0
@@ -1847,6 +1857,12 @@ class _Handler(BaseHTTPRequestHandler):
                 if gen.abort.is_set():
                     return
             yield piece
+
+    def _stall(self) -> None:
+        """Hang until the server stops, ignoring aborts and a client that left."""
+        while not self.fake._stopping.wait(0.05):
+            pass
+        raise ClientGone()
 
     def _drop(self) -> None:
         """Close the socket mid-body (no terminating chunk): the client sees a broken stream."""

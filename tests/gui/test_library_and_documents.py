@@ -1,0 +1,290 @@
+"""The library tells the truth at a glance, stays fast when large, and the page shown is
+the page of the document asked about."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QImage
+from pytestqt.qtbot import QtBot
+
+from desktop.config import Settings, config_path, setting_sources
+from desktop.documents.model import Document
+from desktop.store.db import DocumentSummary
+from desktop.ui import tasks
+from desktop.ui.document_view import DocumentView
+from desktop.ui.main_window import MainWindow
+from desktop.ui.settings_dialog import SettingsDialog
+from tests.conftest import API_KEY, CORPUS_DIR
+from tests.gui.conftest import ENCRYPTED, FOUR_PAGES, open_document, wait_ready
+from tests.support.sglang_server import FakeSGLang
+
+SCANNED = CORPUS_DIR / "007-imagemagick-images" / "imagemagick-images.pdf"
+WITH_IMAGE = CORPUS_DIR / "003-pdflatex-image" / "pdflatex-image.pdf"
+
+
+def chat_requests(server: FakeSGLang) -> int:
+    return sum(1 for r in server.requests if r.path.endswith("/chat/completions"))
+
+
+# --- a scanned PDF (issue 7 I) -----------------------------------------------------------
+
+
+def test_a_scanned_pdf_is_shown_unanswerable_with_the_reason(
+    qtbot: QtBot, window: MainWindow, sglang: FakeSGLang
+) -> None:
+    open_document(window, qtbot, SCANNED)
+    # Once the server's context is known, the library would otherwise say it fits.
+    qtbot.waitUntil(lambda: window.library.model.context is not None, timeout=20_000)
+    doc = window.document
+    assert doc is not None
+    fits = window.library.fits_text(doc.sha256)
+    assert fits == "✗ no text"
+    tip = window.library.fits_tip(doc.sha256) or ""
+    assert "no text could be extracted" in tip and "OCR" in tip
+    panel = window.ask_panel
+    assert not panel.ask_button.isEnabled()
+    assert "no text could be extracted" in panel.ask_button.toolTip()
+    assert "Cannot ask about this document: no text could be extracted" in (
+        panel.budget_bar.label.text()
+    )
+    panel.question_edit.setPlainText("What is in the picture?")
+    assert not panel.ask()
+    assert chat_requests(sglang) == 0
+    # A document with text, opened next, can be asked about again.
+    open_document(window, qtbot, FOUR_PAGES)
+    qtbot.waitUntil(lambda: panel.ask_button.isEnabled())
+    assert window.library.fits_text(window.document.sha256) == "✓"  # type: ignore[union-attr]
+
+
+# --- the page shown (issue 10 item 2) -------------------------------------------------------
+
+
+def thumbnail(view: DocumentView) -> list[int]:
+    """The PDF view as a 24x32 grey thumbnail (robust to sub-pixel scaling differences)."""
+    image = view.pdf_view.viewport().grab().toImage()
+    small = image.convertToFormat(QImage.Format.Format_Grayscale8).scaled(
+        24, 32, Qt.AspectRatioMode.IgnoreAspectRatio, Qt.TransformationMode.SmoothTransformation
+    )
+    return [small.pixelColor(x, y).value() for y in range(32) for x in range(24)]
+
+
+def distance(a: list[int], b: list[int]) -> float:
+    return sum(abs(x - y) for x, y in zip(a, b, strict=True)) / len(a)
+
+
+def own_page(qtbot: QtBot, doc: Document, size: object) -> list[int]:
+    """The document's own first page, as a fresh view of the same size shows it."""
+    view = DocumentView()
+    qtbot.addWidget(view)
+    view.resize(size)  # type: ignore[call-overload]
+    view.show()
+    view.show_document(doc)
+    qtbot.waitUntil(lambda: view.mode == "pdf", timeout=10_000)
+    previous: list[list[int]] = []
+
+    def settled() -> bool:  # the same picture twice in a row: rendering is done
+        previous.append(thumbnail(view))
+        return len(previous) > 1 and previous[-1] == previous[-2]
+
+    qtbot.waitUntil(settled, timeout=10_000)
+    return previous[-1]
+
+
+def test_the_viewer_shows_the_new_documents_page_not_the_previous_ones(
+    qtbot: QtBot, window: MainWindow
+) -> None:
+    view = window.doc_view
+    open_document(window, qtbot, WITH_IMAGE)
+    qtbot.waitUntil(lambda: view.mode == "pdf", timeout=10_000)
+    first = window.document
+    assert first is not None
+    # Paint now, so a render of the first file's page 1 is in flight when the next opens.
+    view.pdf_view.viewport().repaint()
+    open_document(window, qtbot, FOUR_PAGES)
+    qtbot.waitUntil(lambda: view.mode == "pdf", timeout=10_000)
+    second = window.document
+    assert second is not None
+    assert view.page_count_label.text() == "of 4"
+    mine = own_page(qtbot, second, view.size())
+    theirs = own_page(qtbot, first, view.size())
+    assert distance(mine, theirs) > 5  # the two first pages look different
+    qtbot.waitUntil(
+        lambda: distance(thumbnail(view), mine) < distance(thumbnail(view), theirs),
+        timeout=10_000,
+    )
+
+
+def test_a_pdf_is_opened_off_the_ui_thread(qtbot: QtBot, window: MainWindow) -> None:
+    open_document(window, qtbot, FOUR_PAGES)
+    doc = window.document
+    assert doc is not None
+    view = DocumentView()
+    qtbot.addWidget(view)
+    view.show()
+    view.show_document(doc)
+    # show_document returned before PDFium parsed the file: the view says it is opening.
+    assert view.mode == "loading"
+    assert view.loading_label.text() == f"Opening {FOUR_PAGES.name}…"
+    view.go_to_page(3)  # navigation while it opens is kept
+    qtbot.waitUntil(lambda: view.mode == "pdf", timeout=10_000)
+    assert view.current_page() == 3
+    assert view.pdf.pageCount() == 4
+
+
+# --- which document am I asking about (issue 10 item 3) ----------------------------------
+
+
+def test_the_opened_document_is_selected_and_named_and_adding_files_does_not_jump_back(
+    qtbot: QtBot, window: MainWindow, tmp_path: Path
+) -> None:
+    open_document(window, qtbot, FOUR_PAGES)
+    doc = window.document
+    assert doc is not None
+    library = window.library
+    qtbot.waitUntil(lambda: library.selected_sha() == doc.sha256)
+    panel = window.ask_panel
+    assert panel.target_label.text() == f"Asking about: {doc.title} — all 4 pages"
+    panel.pages_edit.setText("2-3")
+    assert panel.target_label.text() == f"Asking about: {doc.title} — pages 2-3 of 4"
+
+    first = tmp_path / "first notes.txt"
+    first.write_text("The first file.", encoding="utf-8")
+    last = tmp_path / "last notes.md"
+    last.write_text("# Last\n\nThe last file.", encoding="utf-8")
+    with qtbot.waitSignal(library.ingest_finished, timeout=30_000):
+        window.add_paths([first, last])
+    qtbot.waitUntil(lambda: window.document is not None and window.document.path == str(last))
+    new = window.document
+    assert new is not None
+    assert library.selected_sha() == new.sha256
+    assert panel.target_label.text() == f"Asking about: {new.title} — its 1 page"
+    # Listing the library again keeps the new document selected and shown.
+    with qtbot.waitSignal(library.model.modelReset, timeout=10_000):
+        library.refresh()
+    assert library.selected_sha() == new.sha256
+    assert window.document is new
+
+
+# --- a large library (issue 10 item 11) ------------------------------------------------------
+
+
+def summaries(n: int) -> list[DocumentSummary]:
+    return [
+        DocumentSummary(
+            sha256=f"{i:064x}",
+            path=f"/library/contract-{i:05}.pdf",
+            title=f"Contract {i:05}",
+            kind="pdf",
+            pages=40,
+            tokens=20_000 + 200 * i,
+            chars=80_000,
+            empty_pages=0,
+            opened_at=float(n - i),
+        )
+        for i in range(n)
+    ]
+
+
+def test_a_large_library_changes_in_one_batch(qtbot: QtBot, window: MainWindow) -> None:
+    library = window.library
+    model = library.model
+    # The window lists the (empty) store as it opens: let that land first.
+    qtbot.waitUntil(lambda: all(t.name != "list documents" for t in tasks.running_tasks()))
+    library.set_documents(summaries(2_000))
+    assert model.rowCount() == 2_000
+    changes: list[tuple[int, int]] = []
+    resets: list[bool] = []
+    inserted: list[tuple[int, int]] = []
+    model.dataChanged.connect(lambda a, b, _roles=None: changes.append((a.row(), b.row())))
+    model.modelReset.connect(lambda: resets.append(True))
+    model.rowsInserted.connect(lambda _p, a, b: inserted.append((a, b)))
+
+    # The context becomes known: one change for the whole "Fits" column.
+    library.set_context(262_144, 16_384)
+    assert changes == [(0, 1_999)]
+    assert library.fits_text(f"{0:064x}") == "✓"
+    assert (library.fits_text(f"{1_999:064x}") or "").startswith("✗ +")
+
+    # Adding a document inserts its row; the list is not rebuilt.
+    open_document(window, qtbot, FOUR_PAGES)
+    assert resets == []
+    assert model.rowCount() == 2_001
+    assert library.row_texts()[0] == window.document.title  # type: ignore[union-attr]
+    assert library.selected_sha() == window.document.sha256  # type: ignore[union-attr]
+
+    # The filter works in the model.
+    library.filter_edit.setText("contract-0199")
+    assert library.row_texts() == [f"Contract {i:05}" for i in range(1990, 2000)]
+    library.filter_edit.clear()
+    assert model.rowCount() == 2_001
+
+
+# --- the message history (issue 10 item 11) -------------------------------------------------
+
+
+def test_errors_are_kept_in_a_message_history(qtbot: QtBot, window: MainWindow) -> None:
+    window.add_paths([ENCRYPTED])
+    qtbot.waitUntil(lambda: "password" in window.message_label.text().lower(), timeout=15_000)
+    # The next message replaces the status line; the history keeps both.
+    open_document(window, qtbot, FOUR_PAGES)
+    qtbot.waitUntil(lambda: "password" not in window.message_label.text().lower())
+    assert window.messages_button.text() == "Messages (1 new)"
+    qtbot.mouseClick(window.messages_button, Qt.MouseButton.LeftButton)
+    dialog = window.messages_dialog
+    assert dialog is not None and dialog.isVisible()
+    lines = dialog.text().splitlines()
+    [error] = [line for line in lines if "ERROR" in line]
+    assert ENCRYPTED.name in error and "password" in error.lower()
+    assert any("Read pdflatex-4-pages.pdf" in line for line in lines)
+    assert window.messages_button.text() == "Messages"
+
+
+# --- settings in effect (issue 10 item 7) -----------------------------------------------------
+
+
+def test_settings_show_each_value_in_effect_and_where_it_comes_from(
+    qtbot: QtBot,
+    make_window: object,
+    sglang: FakeSGLang,
+    home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A file with two keys: the rest are defaults.
+    config_path().write_text(
+        'endpoint = "http://file.example:1"\nanswer_reserve = 8192\n', encoding="utf-8"
+    )
+    monkeypatch.setenv("LONGDOC_ENDPOINT", sglang.url)
+    monkeypatch.setenv("LONGDOC_API_KEY", API_KEY)
+    from desktop.config import load_settings
+
+    window: MainWindow = make_window(load_settings())  # type: ignore[operator]
+    dialog: SettingsDialog = window.show_settings()
+    qtbot.addWidget(dialog)
+    # One editor per field of the Settings dataclass, no more, no less.
+    assert set(dialog.editors) == {f.name for f in fields(Settings)}
+    # The file's value is what is edited; what is in effect comes from the environment.
+    assert dialog.endpoint_edit.text() == "http://file.example:1"
+    assert dialog.effect_labels["endpoint"].text() == (
+        f"In effect: {sglang.url} (from the environment variable LONGDOC_ENDPOINT, "
+        "which overrides the file)"
+    )
+    assert dialog.effect_labels["api_key"].text().startswith("In effect: set (from the env")
+    assert dialog.effect_labels["answer_reserve"].text() == ("In effect: 8,192 (from longdoc.toml)")
+    assert dialog.effect_labels["thinking"].text() == "In effect: yes (from the default)"
+    assert setting_sources(flags={"model": "m"})["model"] == "flag"
+    os.environ.pop("LONGDOC_ENDPOINT")
+    assert setting_sources()["endpoint"] == "file"
+
+
+def test_the_answer_panel_is_ready_after_a_document_without_server(
+    qtbot: QtBot, window: MainWindow
+) -> None:
+    open_document(window, qtbot, FOUR_PAGES)
+    wait_ready(window, qtbot)
+    assert window.ask_panel.ask_button.isEnabled()
+    assert window.ask_panel.ask_button.toolTip().startswith("Ask")
