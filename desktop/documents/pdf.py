@@ -101,9 +101,7 @@ def extract_pdf(path: Path) -> Document:
         # with this reason (see ingest.require_text).
         warnings.append(no_text_reason(n_pages))
     elif empty:
-        warnings.append(
-            f"{len(empty)} of {n_pages} pages have no text (image-only?): {_number_list(empty)}"
-        )
+        warnings.append(_no_text_warning(empty, n_pages))
     return Document(
         sha256="",
         path=str(path),
@@ -214,6 +212,17 @@ def _title(
             if line.strip():
                 return " ".join(line.split())[:TITLE_MAX].rstrip()
     return clean_field(path.stem) or path.name
+
+
+def _no_text_warning(empty: list[int], n_pages: int) -> str:
+    """ "page 3 has no text" / "pages 3 and 7 have no text", with how many of how many."""
+    if len(empty) == 1:
+        return f"page {empty[0]} has no text (scanned or image-only; 1 of {n_pages} pages)"
+    if len(empty) <= _WARN_LIST_MAX:
+        named = ", ".join(str(n) for n in empty[:-1]) + f" and {empty[-1]}"
+    else:
+        named = _number_list(empty)
+    return f"pages {named} have no text (scanned or image-only; {len(empty)} of {n_pages} pages)"
 
 
 def _number_list(numbers: list[int]) -> str:
