@@ -24,6 +24,8 @@ pytest: $(VENV)/.test-installed
 bench: $(VENV)/.test-installed
 	$(BIN)/python bench/bench_startup.py
 	$(BIN)/python bench/bench_ingest.py
+	$(BIN)/python bench/bench_tokens.py
+	$(BIN)/python bench/bench_warm.py
 	$(BIN)/python bench/bench_quotes.py
 	$(BIN)/python bench/bench_batch.py
 	$(BIN)/python bench/bench_docx.py

@@ -36,8 +36,7 @@ def sglang() -> Iterator[FakeSGLang]:
 
 def make_document(pages: list[tuple[str, str]], title: str = "Test document") -> Document:
     """A document from (label, text) pairs, with a content-derived hash and exact tokens."""
-    from desktop.documents import tokens
-    from desktop.documents.layout import document_block
+    from desktop.documents.layout import measure
 
     page_list = [Page(i + 1, label, text) for i, (label, text) in enumerate(pages)]
     digest = hashlib.sha256(repr((title, pages)).encode()).hexdigest()
@@ -49,5 +48,5 @@ def make_document(pages: list[tuple[str, str]], title: str = "Test document") ->
         pages=page_list,
         extractor="test/1",
     )
-    doc.tokens = tokens.count(document_block(title, page_list))
+    measure(doc)  # exact tokens of the block, and per page
     return doc

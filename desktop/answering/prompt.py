@@ -1,31 +1,46 @@
-"""The prompt: fixed instructions and the whole document first, the question last.
+"""The prompt: fixed instructions and the document first, the question last.
 
-Layout (why): the system message holds the instructions and the document, the user
-message holds only the question. Everything up to the end of the document is therefore
-byte-identical for every question about the same pages, so SGLang's radix cache can reuse
-it; and the split falls on a special token (``<|im_end|>``), so the exact token count of
-the prompt is the cached count of the system part plus a small count of the question.
-Nothing here may depend on the time, the question or the history.
+Layout (why): the system message holds the instructions and the selected pages, the user
+message holds the question (and, for a page range, a note saying which pages are shown).
+Everything up to the end of the system turn is therefore byte-identical for every
+question about the same pages, thinking on or off, question or summary, so SGLang's radix
+cache reuses it; and since the range note sits in the user turn, pages 1..b of a range
+are a byte-identical prefix of the whole document's prompt and any range shares the
+instructions and the title line. The exact prompt size is the stored per-page counts
+plus small counts of the instructions, the title and the user turn: asking about a stored
+document never encodes the document again. Nothing here may depend on the time or the
+history.
 """
 
 from __future__ import annotations
 
-import threading
+import functools
 from collections.abc import Sequence
 
 # PageRange lives with the page-range grammar; re-exported for the prompt's callers.
 from desktop.answering.pages import PageRange as PageRange
+from desktop.answering.pages import describe
 from desktop.documents import tokens
-from desktop.documents.layout import document_block, neutralize
+from desktop.documents.layout import (
+    DOCUMENT_CLOSE,
+    LAYOUT_VERSION,
+    block_from_pieces,
+    block_head,
+    defuse,
+    page_pieces,
+    page_token_counts,
+)
 from desktop.documents.model import Document
 
-# Bump whenever SYSTEM_PROMPT or the layout changes: cached answers are keyed on it.
-PROMPT_VERSION = "1"
+# Bump whenever SYSTEM_PROMPT, the user turn or the layout changes: cached answers are
+# keyed on it.
+PROMPT_VERSION = f"3.{LAYOUT_VERSION}"
 
 SYSTEM_PROMPT = """\
-You are Longdoc, an assistant that answers questions about one document. The complete \
-document follows between <document> and </document>; each page starts with a marker like \
-[Page 12] that gives the page's printed label.
+You are Longdoc, an assistant that answers questions about one document. The document's \
+text follows between <document> and </document>; each page starts with a marker like \
+[Page 12] that gives the page's printed label. When the question says that only some \
+pages are shown, the other pages exist but you cannot see them.
 
 Rules:
 - Answer only from the document. If the document does not contain the answer, say so.
@@ -44,14 +59,52 @@ def full_range(doc: Document) -> PageRange:
     return PageRange(1, max(len(doc.pages), 1))
 
 
+def is_whole(doc: Document, pages: PageRange) -> bool:
+    """True when the range is the whole document."""
+    return (pages.first, pages.last) == (1, max(len(doc.pages), 1))
+
+
 def system_message(doc: Document, pages: PageRange) -> str:
     """Instructions plus the document's selected pages: the cacheable prefix."""
-    selected = doc.select(pages.first, pages.last)
-    title = doc.title
-    if (pages.first, pages.last) != (1, len(doc.pages)):
-        # The model must know it sees an excerpt, or it will claim the rest does not exist.
-        title = f"{title} (excerpt: {pages.describe(len(doc.pages))})"
-    return f"{SYSTEM_PROMPT}\n\n{document_block(title, selected)}"
+    pieces = page_pieces(doc.pages)[pages.first - 1 : pages.last]
+    return f"{SYSTEM_PROMPT}\n\n{block_from_pieces(doc.title, pieces)}"
+
+
+def range_note(doc: Document, pages: PageRange) -> str:
+    """For a page range, the line that tells the model it sees an excerpt ("" for all pages)."""
+    if is_whole(doc, pages):
+        return ""
+    # The model must know it sees an excerpt, or it will claim the rest does not exist.
+    # The labels come from the document: defused like everything else it supplies.
+    shown = defuse(describe(doc.pages, pages), inline=True)
+    return f"(Only {shown} are shown. The other pages exist but are not included.)"
+
+
+def user_message(doc: Document, pages: PageRange, question: str) -> str:
+    """The user turn: the range note, if any, then the question."""
+    text = defuse(question.strip())
+    note = range_note(doc, pages)
+    return f"{note}\n\n{text}" if note else text
+
+
+def conversation(
+    doc: Document,
+    pages: PageRange,
+    question: str,
+    history: Sequence[dict[str, str]] = (),
+) -> list[dict[str, str]]:
+    """The messages after the system turn: a thread's earlier turns, then the question.
+
+    The range note belongs to the first question of a conversation, as it was sent then,
+    so a follow-up's earlier turns continue the first prompt byte for byte.
+    """
+    turns = [dict(m) for m in history]
+    if not turns:
+        return [{"role": "user", "content": user_message(doc, pages, question)}]
+    note = range_note(doc, pages)
+    if note:
+        turns[0]["content"] = f"{note}\n\n{turns[0]['content']}"
+    return [*turns, {"role": "user", "content": defuse(question.strip())}]
 
 
 def build_messages(
@@ -63,8 +116,7 @@ def build_messages(
     """The chat messages sent to the server; a thread's earlier turns go after the document."""
     return [
         {"role": "system", "content": system_message(doc, pages)},
-        *history,
-        {"role": "user", "content": neutralize(question.strip())},
+        *conversation(doc, pages, question, history),
     ]
 
 
@@ -77,8 +129,40 @@ def render_chat(messages: list[dict[str, str]], thinking: bool) -> str:
     return "".join(out)
 
 
-_prefix_counts: dict[tuple[str, int, int, str], int] = {}
-_prefix_lock = threading.Lock()
+# Where every question's user turn starts: the cacheable prefix ends right after it.
+USER_TURN_OPEN = f"{IM_START}user\n"
+
+
+def cacheable_prefix(doc: Document, pages: PageRange) -> str:
+    """The rendered prompt shared by every question about these pages, through the user
+    turn's opening: what a warm-up sends, so the server keeps its state exactly there."""
+    system = f"{IM_START}system\n{system_message(doc, pages)}{IM_END}\n"
+    return system + USER_TURN_OPEN
+
+
+@functools.lru_cache(maxsize=256)
+def _head_tokens(title: str) -> int:
+    """Tokens of the system turn before the first page (instructions, tag, title line)."""
+    return len(
+        tokens.encode_with_special(f"{IM_START}system\n{SYSTEM_PROMPT}\n\n{block_head(title)}")
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def _tail_tokens() -> int:
+    """Tokens of the system turn after the last page."""
+    return len(tokens.encode_with_special(f"{DOCUMENT_CLOSE}{IM_END}\n"))
+
+
+def system_turn_tokens(doc: Document, pages: PageRange) -> int:
+    """Exact tokens of the rendered system turn, from the per-page counts (no re-encoding)."""
+    counts = page_token_counts(doc)
+    return _head_tokens(doc.title) + sum(counts[pages.first - 1 : pages.last]) + _tail_tokens()
+
+
+def prefix_tokens(doc: Document, pages: PageRange) -> int:
+    """Exact tokens of :func:`cacheable_prefix`."""
+    return system_turn_tokens(doc, pages) + len(tokens.encode_with_special(USER_TURN_OPEN))
 
 
 def count_prompt_tokens(
@@ -88,20 +172,12 @@ def count_prompt_tokens(
     thinking: bool,
     history: Sequence[dict[str, str]] = (),
 ) -> int:
-    """Exact prompt size as the server will tokenize it (template and earlier turns included)."""
-    key = (doc.sha256, pages.first, pages.last, PROMPT_VERSION)
-    with _prefix_lock:
-        prefix = _prefix_counts.get(key)
-    if prefix is None:
-        system = render_chat([{"role": "system", "content": system_message(doc, pages)}], True)
-        # render_chat appends a generation prompt; count only the system turn.
-        system_turn = system[: system.rindex(f"{IM_START}assistant\n")]
-        prefix = len(tokens.encode_with_special(system_turn))
-        with _prefix_lock:
-            _prefix_counts[key] = prefix
-    # Earlier turns are rendered as Qwen3.5's template renders turns before the last
-    # question: plain content, no reasoning (see desktop/answering/threads.py).
-    rest = render_chat(
-        [*history, {"role": "user", "content": neutralize(question.strip())}], thinking
-    )
-    return prefix + len(tokens.encode_with_special(rest))
+    """Exact prompt size as the server will tokenize it (template and earlier turns included).
+
+    Encodes only the instructions, the title, the range note, earlier turns and the
+    question; the document's part comes from ``doc.page_tokens`` (counted at ingestion and
+    stored). Earlier turns are rendered as Qwen3.5's template renders turns before the last
+    question: plain content, no reasoning (see desktop/answering/threads.py).
+    """
+    rest = render_chat(conversation(doc, pages, question, history), thinking)
+    return system_turn_tokens(doc, pages) + len(tokens.encode_with_special(rest))

@@ -24,7 +24,7 @@ from typing import Any
 from desktop.answering.pages import PageRange
 from desktop.answering.prompt import IM_END, IM_START, build_messages
 from desktop.documents import tokens
-from desktop.documents.layout import DOCUMENT_OPEN, anchor
+from desktop.documents.layout import DOCUMENT_OPEN, ambiguous_labels, anchor
 from desktop.documents.model import Document
 from desktop.documents.page_images import PageImage, image_tokens, png_size, render_pages
 from desktop.net import auth_headers, urlopen
@@ -93,14 +93,15 @@ def _document_parts(
 ) -> list[dict[str, Any]]:
     """The document block as text parts with each scanned page's image after its anchor."""
     selected = doc.select(pages.first, pages.last)
-    labels = [p.label for p in selected]
+    # As the layout does: a label is ambiguous when it repeats anywhere in the document.
+    repeated = ambiguous_labels(doc.pages)
     parts: list[dict[str, Any]] = []
     position = 0
     for page in selected:
         image = images.get(page.number)
         if image is None:
             continue
-        marker = f"{anchor(page, labels.count(page.label) > 1)}\n{NO_TEXT}"
+        marker = f"{anchor(page, page.label in repeated)}\n{NO_TEXT}"
         at = block.find(marker, position)
         if at < 0:
             continue

@@ -42,8 +42,10 @@ from desktop.answering.prompt import (
     PROMPT_VERSION,
     PageRange,
     build_messages,
+    cacheable_prefix,
     count_prompt_tokens,
     full_range,
+    prefix_tokens,
 )
 from desktop.answering.scans import (
     build_image_messages,
@@ -54,8 +56,10 @@ from desktop.answering.scans import (
     unread_warning,
 )
 from desktop.answering.threads import Thread, history_key, history_messages, thread_pages
+from desktop.answering.warmup import ROUTES, Prefilled, Route, RouteMissing, prefill
 from desktop.config import Settings
 from desktop.documents.ingest import require_text
+from desktop.documents.layout import counts_current
 from desktop.documents.model import Document
 from desktop.errors import (
     Cancelled,
@@ -74,7 +78,8 @@ from desktop.store.db import AnswerKey, Store
 log = logging.getLogger("longdoc.answering")
 
 
-# The question of a pre-warm request: only the prefix before it matters to the cache.
+# The question of a chat-route warm-up (servers without a raw-prompt route): only the
+# prefix before it matters to the cache.
 PREWARM_QUESTION = "Reply with OK."
 
 # Partial answers reach the store at least this often, so a killed process loses at most
@@ -85,6 +90,30 @@ PROGRESS_FLUSH_S = 1.0
 # LONGDOC_CONTEXT_LENGTH > context_length in longdoc.toml > the external profile's key).
 STATED_BY_SETTINGS = "the context_length setting"
 STATED_BY_PROFILE = "the external profile's context_length"
+
+
+@dataclass(frozen=True)
+class Warmed:
+    """The outcome of a warm-up: how much of the prefix the server holds now.
+
+    ``prefix_tokens`` is the exact size of the cacheable prefix; ``cached_tokens`` is how
+    much of it the server already had before (None when it does not report it); ``route``
+    is how it was sent: ``generate`` (SGLang's native API), ``completions`` or ``chat``
+    (which leaves a hybrid model's state after the generation prompt, see prefill.py).
+    """
+
+    prefix_tokens: int
+    prompt_tokens: int | None
+    cached_tokens: int | None
+    route: str
+    seconds: float
+
+    @property
+    def was_warm(self) -> bool:
+        """True when the server already held (almost) the whole prefix."""
+        # A server always computes the last prompt token again, and may round a hit down
+        # to its page or checkpoint size (up to 64 tokens).
+        return self.cached_tokens is not None and self.cached_tokens >= self.prefix_tokens - 64
 
 
 @dataclass(frozen=True)
@@ -225,6 +254,8 @@ class Answerer:
         self._limits: ContextLimits | None = None
         self._reads_images: bool | None = None
         self._lock = threading.Lock()
+        # The raw-prompt routes still worth trying for warm-ups (a 404 removes one).
+        self._routes: list[Route] = list(ROUTES)
 
     def close(self) -> None:
         """Release the HTTP client."""
@@ -247,6 +278,10 @@ class Answerer:
             )
         with self._lock:
             self._model = chosen
+        try:
+            self.store.remember_model(self.endpoint.url, chosen.id, chosen.max_model_len)
+        except LongdocError:
+            log.debug("could not remember the model", exc_info=True)
         return chosen
 
     def _context_limits(self, model: ModelInfo) -> ContextLimits:
@@ -315,13 +350,19 @@ class Answerer:
     def lookup(self, question: Question) -> Stored | None:
         """The cache hit for a question, if any.
 
-        With no model configured the server is asked its model name; if it cannot be
+        With no model configured, the model this endpoint served last time is tried first
+        (no server call); otherwise the server is asked its model name; if it cannot be
         reached, the newest answer from any model is served so history stays usable.
         """
         if not question.use_cache:
             return None
         if self.endpoint.model:
             return self.cached(question, self.endpoint.model)
+        remembered = self.store.remembered_model(self.endpoint.url)
+        if remembered:
+            hit = self.cached(question, remembered)
+            if hit is not None:
+                return hit
         try:
             model = self.model().id
         except ServerUnavailable:
@@ -353,7 +394,11 @@ class Answerer:
             messages[-1:-1] = history
             return messages, count_image_prompt_tokens(messages, thinking)
         text_only: list[dict[str, Any]] = list(build_messages(doc, pages, question, history))
-        return text_only, count_prompt_tokens(doc, pages, question, thinking, history)
+        had_counts = counts_current(doc)
+        count = count_prompt_tokens(doc, pages, question, thinking, history)
+        if not had_counts:
+            self._save_counts(doc)
+        return text_only, count
 
     def plan(self, question: Question) -> Plan:
         """Count the prompt exactly and fit it to the server's limits, or raise DocumentTooLarge.
@@ -398,6 +443,13 @@ class Answerer:
         key = self.cache_key(question, info.id, reserve)
         return Plan(question, pages, info.id, messages, budget, key, local, server)
 
+    def _save_counts(self, doc: Document) -> None:
+        """Keep per-page counts made now (a document stored by an older layout)."""
+        try:
+            self.store.save_page_tokens(doc)  # updates nothing for a document not stored
+        except LongdocError:
+            log.debug("could not store the page counts", exc_info=True)
+
     def _refuse_thread(
         self, question: Question, alone: int, needed: int, budget: Budget, reserve: int
     ) -> None:
@@ -433,29 +485,99 @@ class Answerer:
         document: Document,
         pages: PageRange | None = None,
         cancel: threading.Event | None = None,
-    ) -> Usage | None:
-        """Have the server prefill the document now, so the first real question hits its cache.
+    ) -> Warmed:
+        """Have the server prefill the document's cacheable prefix now (blocking; no answer
+        is stored), so the next question about these pages starts at once.
 
-        Sends the exact cacheable prefix (instructions + document) with a one-token answer;
-        nothing is stored. Returns the server's usage (``cached_tokens`` shows whether the
-        document was already warm), or None if it reported none.
+        Sends exactly :func:`prompt.cacheable_prefix` through SGLang's ``/generate``, else
+        ``/v1/completions``, else a one-token chat request. Safe to call from a worker
+        thread; setting ``cancel`` aborts the request on the server and raises Cancelled.
+        Raises DocumentTooLarge when the prefix cannot fit the context, and the usual
+        server errors.
         """
-        plan = self.plan(Question(document, PREWARM_QUESTION, pages, thinking=False))
+        cancel = cancel or threading.Event()
+        if cancel.is_set():
+            raise Cancelled()
+        info = self.model()
+        doc = document
+        pages = pages or full_range(doc)
+        if scanned_pages(doc, pages) and self.reads_images():
+            # Page images go in a user message (scans.py): no raw text prefix to send, so
+            # the warm-up is a one-token chat request laid out like the questions.
+            timeout = first_token_timeout(doc.tokens, self.settings.min_prefill_rate)
+            return self._prewarm_chat(doc, pages, None, timeout, cancel)
+        require_text(doc, pages.first, pages.last)
+        had_counts = counts_current(doc)
+        size = prefix_tokens(doc, pages)
+        if not had_counts:
+            self._save_counts(doc)
+        limits = self.limits()
+        budget = plan_budget(size, limits, self.settings.answer_reserve)
+        if not budget.fits:
+            fit = suggest_pages(pages, budget)
+            raise DocumentTooLarge(
+                doc.path,
+                size,
+                budget.prompt_limit,
+                limits.context_length,
+                pages.last - pages.first + 1,
+                limit=explain_limit(budget),
+                remedy=remedy(budget, doc.pages, pages),
+                suggested=None if fit is None else (fit.first, fit.last),
+            )
+        timeout = first_token_timeout(size, self.settings.min_prefill_rate)
+        prompt = cacheable_prefix(doc, pages)
+        for route in list(self._routes):
+            try:
+                done: Prefilled = prefill(
+                    self.endpoint.url,
+                    self.endpoint.api_key,
+                    prompt,
+                    route=route,
+                    model=info.id,
+                    timeout_s=timeout,
+                    cancel=cancel,
+                )
+            except RouteMissing:
+                with self._lock:
+                    if route in self._routes:
+                        self._routes.remove(route)
+                continue
+            return Warmed(size, done.prompt_tokens, done.cached_tokens, route, done.seconds)
+        return self._prewarm_chat(doc, pages, size, timeout, cancel)
+
+    def _prewarm_chat(
+        self,
+        doc: Document,
+        pages: PageRange,
+        size: int | None,
+        timeout: float,
+        cancel: threading.Event,
+    ) -> Warmed:
+        """Warm-up as a one-token chat request, for servers without a raw-prompt route."""
+        plan = self.plan(Question(doc, PREWARM_QUESTION, pages, thinking=False))
+        if size is None:
+            size = plan.budget.prompt_tokens
+        started = time.monotonic()
         usage: Usage | None = None
         stream = self.client.stream(
             plan.messages,
             model=plan.model,
             max_tokens=1,
             thinking=False,
-            first_token_timeout_s=first_token_timeout(
-                plan.budget.prompt_tokens, self.settings.min_prefill_rate
-            ),
-            cancel=cancel or threading.Event(),
+            first_token_timeout_s=timeout,
+            cancel=cancel,
         )
         for event in stream:
             if isinstance(event, Usage):
                 usage = event
-        return usage
+        return Warmed(
+            size,
+            usage.prompt_tokens if usage else None,
+            usage.cached_tokens if usage else None,
+            "chat",
+            time.monotonic() - started,
+        )
 
     def confirm_tokens(self, plan: Plan) -> int | None:
         """The server's own count of the planned prompt (``/v1/tokenize``), if it offers one."""

@@ -15,7 +15,7 @@ import json
 from collections.abc import Sequence
 
 from desktop.answering.pages import PageRange
-from desktop.documents.layout import neutralize
+from desktop.documents.layout import defuse
 from desktop.errors import UsageError
 
 # The store keeps threads; the model is re-exported here for the answering code's callers.
@@ -28,8 +28,8 @@ def history_messages(turns: Sequence[StoredAnswer]) -> list[dict[str, str]]:
     messages: list[dict[str, str]] = []
     for turn in turns:
         # Defused like the question: an answer quoting "<|im_end|>" must not end its turn.
-        messages.append({"role": "user", "content": neutralize(turn.question.strip())})
-        messages.append({"role": "assistant", "content": neutralize(turn.answer.strip())})
+        messages.append({"role": "user", "content": defuse(turn.question.strip())})
+        messages.append({"role": "assistant", "content": defuse(turn.answer.strip())})
     return messages
 
 

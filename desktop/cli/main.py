@@ -36,6 +36,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "review", "desktop.cli.summarize", "ask the same questions of every document: a review grid"
     ),
+    Command("warm", "desktop.cli.warm", "prefill documents in the server's cache before asking"),
     Command("server", "desktop.cli.server", "start, stop and watch the local inference server"),
     Command(
         "doctor",

@@ -16,7 +16,9 @@ from desktop.errors import DocumentEmpty, DocumentUnreadable, UsageError
 # Part of every Document's ``extractor`` string: bump it whenever extraction or cleaning
 # changes its output, so cached documents from the old code are extracted again.
 # 2: .vtt/.srt are transcripts and .docx Word documents (before: text, or refused).
-EXTRACTOR_VERSION = 2
+# 3: PDF titles, metadata, labels and bookmarks without control characters; per-page
+#    prompt token counts.
+EXTRACTOR_VERSION = 3
 
 PDF_SUFFIX = ".pdf"
 
@@ -68,9 +70,8 @@ def extract(path: Path, sha256: str | None = None) -> Document:
     Raises DocumentUnreadable (missing, folder, FIFO or device, no permission, corrupt,
     binary), DocumentEncrypted or DocumentEmpty; the message names the file as it was given.
     """
-    from desktop.documents import tokens
     from desktop.documents.docx import DOCX_SUFFIXES, extract_docx
-    from desktop.documents.layout import document_block
+    from desktop.documents.layout import measure
     from desktop.documents.pdf import EXTRACTOR_NAME, extract_pdf
     from desktop.documents.text import extract_text
     from desktop.documents.transcript import TRANSCRIPT_SUFFIXES, extract_transcript
@@ -111,7 +112,7 @@ def extract(path: Path, sha256: str | None = None) -> Document:
     doc.path = storable_path(path)
     doc.title = _storable(doc.title)
     doc.size_bytes = size
-    doc.tokens = tokens.count(document_block(doc.title, doc.pages))
+    measure(doc)
     return doc
 
 
@@ -139,9 +140,11 @@ def count_range_tokens(doc: Document, first: int, last: int) -> int:
     if not 1 <= first <= last <= n:
         raise UsageError(f"page range {first}-{last} is not within the document's pages 1-{n}")
     from desktop.documents import tokens
-    from desktop.documents.layout import document_block
+    from desktop.documents.layout import DOCUMENT_CLOSE, block_head, page_token_counts
 
-    return tokens.count(document_block(doc.title, doc.select(first, last)))
+    counts = page_token_counts(doc)
+    head, tail = tokens.count(block_head(doc.title)), tokens.count(DOCUMENT_CLOSE)
+    return head + sum(counts[first - 1 : last]) + tail
 
 
 NOT_REGULAR = "this is not a regular file (a pipe, socket or device); give a document file"

@@ -38,6 +38,10 @@ class Document:
     extractor: str = ""
     tokens: int = 0  # exact Qwen3.5 token count of the document as laid out in the prompt
     size_bytes: int = 0
+    # Exact tokens of each page's piece of the prompt block (see documents.layout), valid
+    # for ``layout_version``: a page range's prompt is counted from these, never re-encoded.
+    page_tokens: list[int] = field(default_factory=list)
+    layout_version: str = ""
 
     @property
     def chars(self) -> int:

@@ -58,6 +58,11 @@ def clean_text(raw: str) -> str:
     return _TRAILING_SPACE.sub("", text).strip()
 
 
+def clean_field(raw: str) -> str:
+    """A metadata value, title, label or bookmark: no control codes, one line, trimmed."""
+    return " ".join(_CONTROL.sub("", raw).split())
+
+
 def no_text_reason(n_pages: int) -> str:
     """Why a PDF without a text layer cannot be asked about, and what to do."""
     what = "the page is an image" if n_pages == 1 else f"all {n_pages} pages are images"
@@ -96,9 +101,7 @@ def extract_pdf(path: Path) -> Document:
         # with this reason (see ingest.require_text).
         warnings.append(no_text_reason(n_pages))
     elif empty:
-        warnings.append(
-            f"{len(empty)} of {n_pages} pages have no text (image-only?): {_number_list(empty)}"
-        )
+        warnings.append(_no_text_warning(empty, n_pages))
     return Document(
         sha256="",
         path=str(path),
@@ -153,7 +156,7 @@ def _page_label(pdf: pdfium.PdfDocument, index: int) -> str | None:
         return None
     buffer = ctypes.create_string_buffer(size)
     pdfium_c.FPDF_GetPageLabel(pdf.raw, index, buffer, size)
-    label = buffer.raw[: size - 2].decode("utf-16-le", errors="replace").strip()
+    label = clean_field(buffer.raw[: size - 2].decode("utf-16-le", errors="replace"))
     return label or None
 
 
@@ -161,7 +164,7 @@ def _outline(pdf: pdfium.PdfDocument, n_pages: int) -> list[OutlineEntry]:
     """The bookmarks in document order, with 1-based target pages where they resolve."""
     entries = []
     for bookmark in pdf.get_toc():
-        title = " ".join(bookmark.get_title().split())
+        title = clean_field(bookmark.get_title())
         if not title:
             continue
         index = _bookmark_page_index(pdf, bookmark)
@@ -188,7 +191,8 @@ def _metadata(pdf: pdfium.PdfDocument) -> dict[str, str]:
     """The Info dictionary's non-empty values (Title, Author, Producer, CreationDate...)."""
     result = {}
     for key, value in pdf.get_metadata_dict(skip_empty=True).items():
-        value = " ".join(str(value).split())
+        # Producers leave NULs and other controls in these strings ("imagemagick-lzw\x00").
+        value = clean_field(str(value))
         if value:
             result[str(key)] = value
     return result
@@ -207,7 +211,18 @@ def _title(
         for line in page.text.splitlines():
             if line.strip():
                 return " ".join(line.split())[:TITLE_MAX].rstrip()
-    return path.stem
+    return clean_field(path.stem) or path.name
+
+
+def _no_text_warning(empty: list[int], n_pages: int) -> str:
+    """ "page 3 has no text" / "pages 3 and 7 have no text", with how many of how many."""
+    if len(empty) == 1:
+        return f"page {empty[0]} has no text (scanned or image-only; 1 of {n_pages} pages)"
+    if len(empty) <= _WARN_LIST_MAX:
+        named = ", ".join(str(n) for n in empty[:-1]) + f" and {empty[-1]}"
+    else:
+        named = _number_list(empty)
+    return f"pages {named} have no text (scanned or image-only; {len(empty)} of {n_pages} pages)"
 
 
 def _number_list(numbers: list[int]) -> str:

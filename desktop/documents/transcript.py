@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from desktop.documents.layout import neutralize
+from desktop.documents.layout import defuse
 from desktop.documents.model import Document, OutlineEntry, Page
 from desktop.documents.text import decode_bytes
 from desktop.errors import DocumentEmpty
@@ -275,7 +275,7 @@ def _clean_speaker(name: str) -> str | None:
     """A speaker name fit for one line: no markup, no colon, defused like all document text."""
     cleaned = _clean_text(name).replace(":", " ").replace("[", "(").replace("]", ")")
     cleaned = " ".join(cleaned.split())[:80]
-    return neutralize(cleaned) if cleaned else None
+    return defuse(cleaned, inline=True) if cleaned else None
 
 
 def _join(utterances: list[Utterance]) -> list[Utterance]:

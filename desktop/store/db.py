@@ -283,6 +283,7 @@ class Store:
             "warnings": _json(doc.warnings),
             "created_at": now,
             "opened_at": now,
+            "layout_version": doc.layout_version,
         }
         columns = ", ".join(row)
         marks = ", ".join("?" for _ in row)
@@ -291,9 +292,15 @@ class Store:
             conn.execute(
                 f"INSERT OR REPLACE INTO documents ({columns}) VALUES ({marks})", list(row.values())
             )
+            counts: list[int | None] = list(doc.page_tokens)
+            if len(counts) != len(doc.pages):
+                counts = [None] * len(doc.pages)
             conn.executemany(
-                "INSERT INTO pages (sha256, number, label, text) VALUES (?, ?, ?, ?)",
-                [(doc.sha256, p.number, p.label, p.text) for p in doc.pages],
+                "INSERT INTO pages (sha256, number, label, text, tokens) VALUES (?, ?, ?, ?, ?)",
+                [
+                    (doc.sha256, p.number, p.label, p.text, n)
+                    for p, n in zip(doc.pages, counts, strict=True)
+                ],
             )
 
     def load_document(self, sha256: str) -> Document | None:
@@ -302,13 +309,13 @@ class Store:
             row = _one(conn, "SELECT * FROM documents WHERE sha256 = ?", [sha256])
             if row is None:
                 return None
-            pages = [
-                Page(r[0], r[1], r[2])
-                for r in conn.execute(
-                    "SELECT number, label, text FROM pages WHERE sha256 = ? ORDER BY number",
-                    [sha256],
-                ).fetchall()
-            ]
+            page_rows = conn.execute(
+                "SELECT number, label, text, tokens FROM pages WHERE sha256 = ? ORDER BY number",
+                [sha256],
+            ).fetchall()
+        pages = [Page(r[0], r[1], r[2]) for r in page_rows]
+        counts = [r[3] for r in page_rows]
+        complete = all(isinstance(n, int) for n in counts)
         return Document(
             sha256=row["sha256"],
             path=row["path"],
@@ -321,7 +328,43 @@ class Store:
             extractor=row["extractor"],
             tokens=row["tokens"],
             size_bytes=row["size_bytes"],
+            page_tokens=counts if complete else [],
+            layout_version=(row.get("layout_version") or "") if complete else "",
         )
+
+    def save_page_tokens(self, doc: Document) -> None:
+        """Store per-page counts made after the document was saved (a new layout version)."""
+        if len(doc.page_tokens) != len(doc.pages):
+            raise ValueError("page_tokens does not match the pages")
+        with self._transaction() as conn:
+            conn.executemany(
+                "UPDATE pages SET tokens = ? WHERE sha256 = ? AND number = ?",
+                [
+                    (n, doc.sha256, p.number)
+                    for p, n in zip(doc.pages, doc.page_tokens, strict=True)
+                ],
+            )
+            conn.execute(
+                "UPDATE documents SET layout_version = ?, tokens = ? WHERE sha256 = ?",
+                [doc.layout_version, doc.tokens, doc.sha256],
+            )
+
+    # --- endpoints -----------------------------------------------------------------
+
+    def remember_model(self, url: str, model: str, context_length: int | None) -> None:
+        """Note the model an endpoint served (so a cache hit needs no server call next time)."""
+        with self._write():
+            self.conn.execute(
+                "INSERT OR REPLACE INTO endpoint_models (url, model, context_length, updated_at)"
+                " VALUES (?, ?, ?, ?)",
+                [url, model, context_length, time.time()],
+            )
+
+    def remembered_model(self, url: str) -> str | None:
+        """The model ``url`` served last time, if known."""
+        with self._read() as conn:
+            row = conn.execute("SELECT model FROM endpoint_models WHERE url = ?", [url]).fetchone()
+        return str(row[0]) if row and row[0] else None
 
     def touch_document(self, sha256: str, path: str) -> None:
         """Record that a document was opened again (possibly from a new path)."""

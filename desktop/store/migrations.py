@@ -240,3 +240,18 @@ def m_threads_of_turns(db: Database) -> None:
     # The digest of the earlier turns an answer was given after ("" = a first question),
     # so the same question in another conversation is never served from the cache.
     db.table("answers").add_column("history", str, not_null_default="")
+
+
+@MIGRATIONS()
+def m_page_token_counts(db: Database) -> None:
+    """Per-page prompt token counts and the layout they were counted for (issue 9)."""
+    db.table("pages").add_column("tokens", int)
+    db.table("documents").add_column("layout_version", str)
+
+
+@MIGRATIONS()
+def m_endpoint_models(db: Database) -> None:
+    """The model each endpoint served last: a cache hit then needs no server call."""
+    db.table("endpoint_models").create(
+        {"url": str, "model": str, "context_length": int, "updated_at": float}, pk="url"
+    )

@@ -554,9 +554,13 @@ class PrefixCache:
     models a hit can only resume at a checkpoint, emulated by rounding down to ``granularity``.
     """
 
-    def __init__(self, granularity: int = 1, max_entries: int = 32) -> None:
+    def __init__(
+        self, granularity: int = 1, max_entries: int = 32, hybrid: bool = False, chunk: int = 16384
+    ) -> None:
         self.granularity = max(1, granularity)
         self.max_entries = max_entries
+        self.hybrid = hybrid
+        self.chunk = max(1, chunk)
         self._entries: list[bytes] = []
         self._lock = threading.Lock()
 
@@ -579,10 +583,24 @@ class PrefixCache:
     def match(self, tokens: Sequence[int]) -> int:
         """Cached tokens for a new prompt (rounded down to the granularity)."""
         packed = self._pack(tokens)
-        with self._lock:
-            best = max((self._common(packed, e) for e in self._entries), default=0)
-        best = min(best, max(len(tokens) - 1, 0))
+        limit = max(len(tokens) - 1, 0)
+        if self.hybrid:
+            with self._lock:
+                found = [(self._common(packed, e), len(e) // 4) for e in self._entries]
+            best = max((self._hybrid_hit(common, end, limit) for common, end in found), default=0)
+        else:
+            with self._lock:
+                best = max((self._common(packed, e) for e in self._entries), default=0)
+            best = min(best, limit)
         return best - best % self.granularity
+
+    def _hybrid_hit(self, common: int, end: int, limit: int) -> int:
+        """Where a hybrid (Mamba) model can resume: a state kept at an earlier request's end
+        or at a chunked-prefill chunk boundary, never in between."""
+        if common >= end and end <= limit:
+            return end
+        reach = min(common, limit)
+        return reach - reach % self.chunk
 
     def insert(self, tokens: Sequence[int]) -> None:
         """Remember a prompt (most recent last; the oldest goes beyond ``max_entries``)."""
@@ -674,6 +692,8 @@ class FakeSGLang:
         log_stages: bool = False,
         behaviour: Behaviour | None = None,
         strict: bool = False,
+        hybrid_cache: bool = False,
+        chunked_prefill_size: int = 16384,
     ) -> None:
         if flavor not in FLAVORS:
             raise ValueError(f"flavor must be one of {FLAVORS}, not {flavor!r}")
@@ -693,7 +713,7 @@ class FakeSGLang:
         self.behaviour = behaviour if behaviour is not None else Behaviour()
         # Strict: unknown chat fields get 422 and /v1/models has no max_model_len.
         self.strict = strict
-        self.cache = PrefixCache(cache_granularity)
+        self.cache = PrefixCache(cache_granularity, hybrid=hybrid_cache, chunk=chunked_prefill_size)
         self.metrics = Metrics()
         self.requests: list[RecordedRequest] = []
         self.prompts: list[str] = []
@@ -1094,6 +1114,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._empty(200)
             elif route == ("POST", "/v1/chat/completions"):
                 self._chat(body)
+            elif sglang and route == ("POST", "/generate"):
+                self._prefill_request(body, native=True)
+            elif route == ("POST", "/v1/completions"):
+                self._prefill_request(body, native=False)
             elif path == "/_test/behaviour":
                 self._test_behaviour(method, body)
             elif route == ("GET", "/_test/state"):
@@ -1410,6 +1434,129 @@ class _Handler(BaseHTTPRequestHandler):
                 fake.metrics.running -= 1
                 fake.metrics.running_tokens -= n
             fake.unregister(gen.rid, aborted)
+
+    # ----- raw-prompt requests: /generate (SGLang's native API) and /v1/completions ----------
+
+    def _prefill_request(self, body: Any, native: bool) -> None:
+        """A raw prompt (no chat template), answered with a few tokens and no streaming.
+
+        What a warm-up sends: the server prefills exactly the given text, so a hybrid model
+        keeps its state at the prompt's end. ``native`` is SGLang's ``/generate`` (``text``
+        or ``input_ids``, ``sampling_params.max_new_tokens``, answer with ``meta_info``);
+        otherwise ``/v1/completions`` (``prompt``, ``max_tokens``, OpenAI ``usage``).
+        """
+        fake = self.fake
+        if not isinstance(body, dict):
+            self._error(400, "Request body must be a JSON object")
+            return
+        failure = fake.behaviour.consume_failure()
+        if failure is not None:
+            status, message = failure
+            self._error(status, message or f"Injected failure (HTTP {status}).")
+            return
+        if body.get("stream"):
+            self._error(400, "The fake server answers raw prompts without streaming only.")
+            return
+        if native:
+            params = body.get("sampling_params")
+            params = params if isinstance(params, dict) else {}
+            max_new = params.get("max_new_tokens", 16)
+            text, ids = body.get("text"), body.get("input_ids")
+        else:
+            max_new = body.get("max_tokens", 16)
+            text, ids = body.get("prompt"), None
+        if isinstance(text, str):
+            prompt_ids = encode(text)
+            fake.record_prompt(text)
+        elif isinstance(ids, list) and ids and all(isinstance(i, int) for i in ids):
+            prompt_ids = list(ids)
+            fake.record_prompt(decode(prompt_ids))
+        else:
+            self._error(400, "The request needs a prompt: a string (or input_ids).")
+            return
+        max_new = max_new if isinstance(max_new, int) and max_new >= 0 else 16
+        n = len(prompt_ids)
+        if n + max_new >= fake.context_length:
+            self._error(
+                400,
+                f"The input ({n} tokens) is longer than the model's context length "
+                f"({fake.context_length} tokens).",
+            )
+            return
+        given = body.get("rid")
+        rid = given if isinstance(given, str) and given else uuid.uuid4().hex
+        output = token_pieces(fit_tokens("OK", max_new), "content")[:max_new]
+        generated = sum(p.tokens for p in output)
+        gen = _Generation(
+            rid=rid,
+            model=str(body.get("model") or fake.model_name),
+            stream=False,
+            include_usage=False,
+            prompt_tokens=n,
+            cached_tokens=fake.cache.match(prompt_ids),
+            pieces=output,
+            finish_reason="length",
+            matched_stop=None,
+            reasoning_tokens=0,
+            completion_tokens=generated,
+            abort=fake.register(rid),
+        )
+        with fake._lock:
+            fake.metrics.running += 1
+            fake.metrics.running_tokens += n
+            fake.metrics.num_requests += 1
+            fake.metrics.prompt_tokens += n
+            fake.metrics.cached_tokens += gen.cached_tokens
+        started = time.monotonic()
+        aborted = False
+        try:
+            self._prefill(gen, prompt_ids)
+            aborted = gen.abort.is_set() or fake._stopping.is_set()
+            self._finish_metrics(gen, 0 if aborted else generated, started)
+            finish = "abort" if aborted else "length"
+            out_text = "" if aborted else "".join(p.text for p in output)
+            if native:
+                self._json(
+                    200,
+                    {
+                        "text": out_text,
+                        "meta_info": {
+                            "id": rid,
+                            "finish_reason": {"type": finish, "length": generated},
+                            "prompt_tokens": n,
+                            "completion_tokens": 0 if aborted else generated,
+                            "cached_tokens": gen.cached_tokens,
+                            "e2e_latency": time.monotonic() - started,
+                        },
+                    },
+                )
+            else:
+                self._json(
+                    200,
+                    {
+                        "id": rid,
+                        "object": "text_completion",
+                        "created": gen.created,
+                        "model": gen.model,
+                        "choices": [
+                            {
+                                "index": 0,
+                                "text": out_text,
+                                "logprobs": None,
+                                "finish_reason": finish,
+                            }
+                        ],
+                        "usage": self._usage(gen, 0 if aborted else generated),
+                    },
+                )
+        except (ClientGone, *_CONNECTION_ERRORS):
+            aborted = True
+            self.close_connection = True
+        finally:
+            with fake._lock:
+                fake.metrics.running -= 1
+                fake.metrics.running_tokens -= n
+            fake.unregister(rid, aborted)
 
     def _plan(
         self,
@@ -1827,6 +1974,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=1,
         help="round cache hits down to a multiple (e.g. 64 for Mamba checkpoints)",
     )
+    p.add_argument(
+        "--hybrid-cache",
+        action="store_true",
+        help="cache hits resume only at an earlier request's end or a chunk boundary (Mamba)",
+    )
+    p.add_argument("--chunked-prefill-size", type=int, default=16384)
     p.add_argument("--token-delay", type=float, default=0.0, help="seconds per generated token")
     p.add_argument("--prefill-tokens-per-s", type=float, default=None)
     p.add_argument("--answer-tokens", type=int, default=None)
@@ -1914,6 +2067,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         log_stages=args.log_stages,
         behaviour=behaviour,
         strict=args.strict,
+        hybrid_cache=args.hybrid_cache,
+        chunked_prefill_size=args.chunked_prefill_size,
     )
     stop = threading.Event()
 

@@ -142,7 +142,7 @@ def test_image_only_pages_inside_a_text_pdf(corpus: Path, tmp_path: Path) -> Non
     assert len(doc.pages) == 5
     assert doc.empty_pages == [2, 4]
     assert doc.pages[1].text == ""
-    assert doc.warnings == ["2 of 5 pages have no text (image-only?): 2, 4"]
+    assert doc.warnings == ["pages 2 and 4 have no text (scanned or image-only; 2 of 5 pages)"]
     assert "[Page 2]\n(no text on this page)" in document_block(doc.title, doc.pages)
 
 

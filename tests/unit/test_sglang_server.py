@@ -678,3 +678,47 @@ def test_cli_exit_after_crashes_with_code_1() -> None:
     out, _ = proc.communicate(timeout=10)
     assert proc.returncode == 1
     assert "Received sigquit from a child process" in out
+
+
+# --- raw prompts and the hybrid cache -------------------------------------------------
+
+
+def test_generate_and_completions_take_raw_prompts(make_server: MakeServer) -> None:
+    server = make_server()
+    prompt = render_chat(messages(), add_generation_prompt=False)
+    data = call_json(
+        server,
+        "POST",
+        "/generate",
+        {"text": prompt, "sampling_params": {"max_new_tokens": 1}, "rid": "warm-1"},
+    )
+    meta = data["meta_info"]
+    assert meta["id"] == "warm-1"
+    assert meta["prompt_tokens"] == len(encode(prompt))
+    assert meta["completion_tokens"] == 1 and meta["cached_tokens"] == 0
+    assert meta["finish_reason"]["type"] == "length"
+    assert server.prompts[-1] == prompt  # no chat template added
+    again = call_json(
+        server, "POST", "/v1/completions", {"model": "m", "prompt": prompt, "max_tokens": 2}
+    )
+    assert again["object"] == "text_completion"
+    assert again["usage"]["prompt_tokens_details"]["cached_tokens"] == len(encode(prompt)) - 1
+    assert again["usage"]["completion_tokens"] == 2
+    openai = make_server(flavor="openai")
+    status, _, _ = call(openai, "POST", "/generate", {"text": prompt})
+    assert status == 404  # SGLang's native API only
+
+
+def test_hybrid_cache_resumes_only_at_kept_states(make_server: MakeServer) -> None:
+    server = make_server(hybrid_cache=True, chunked_prefill_size=64)
+    base = render_chat(messages(), add_generation_prompt=False)
+    longer = base + "<|im_start|>user\nAnd then?<|im_end|>\n"
+    n = len(encode(base))
+    call_json(server, "POST", "/generate", {"text": base, "sampling_params": {"max_new_tokens": 1}})
+    # Extending the earlier prompt resumes exactly where it ended.
+    first = call_json(server, "POST", "/generate", {"text": longer})["meta_info"]
+    assert first["cached_tokens"] == n
+    # Leaving it earlier falls back to the last chunk boundary before the fork.
+    fork = base[: len(base) // 2] + " something else entirely"
+    forked = call_json(server, "POST", "/generate", {"text": fork})["meta_info"]
+    assert forked["cached_tokens"] % 64 == 0 and forked["cached_tokens"] < n // 2 + 64

@@ -39,6 +39,7 @@ def test_wal_mode_and_migrations_recorded(tmp_path: Path) -> None:
     applied = [m.name for m in MIGRATIONS.applied(store.db)]
     assert applied[0] == "m001_documents_and_answers"
     assert applied == [m.name for m in MIGRATIONS._migrations]  # every one, in order
+    assert {"m_page_token_counts", "m_endpoint_models"} <= set(applied)
     store.close()
     # Opening again applies nothing twice.
     again = Store(tmp_path / "db.sqlite")

@@ -104,3 +104,84 @@ def test_count_equals_encode_on_a_long_document_block() -> None:
     ]
     block = document_block("A title", pages)
     assert tokens.count(block) == len(tokens.encode(block)) > 10_000
+
+
+# --- loading: partial encoders and the cached vocabulary --------------------------------
+
+
+def test_partial_encoder_equals_the_full_one() -> None:
+    """An encoder built from the entries a text contains gives the full vocabulary's ids."""
+    from desktop.documents import extract
+    from tests.conftest import CORPUS_DIR
+
+    full = tokens.encoding()
+    texts = list(MULTILINGUAL)
+    for path in sorted(CORPUS_DIR.glob("*/*.pdf"))[:12]:
+        try:
+            doc = extract(path)
+        except Exception:
+            continue
+        texts.append(document_block(doc.title, doc.pages))
+    rng = random.Random(5)
+    alphabet = (
+        "ab \n\t\r.,;:!?'\"()[]<>|/\\-_éé\u4e2d\u6587\u0627\u0644🎉\x1c\x1f\x85\xa0"
+        "\u2028\u3000\u200b0123456789sStTdDmM'’"
+    )
+    for _ in range(400):
+        texts.append("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80))))
+    texts += ["", " ", "\n\n\n", "<|im_start|>user\nHi<|im_end|>\n", "'S'T'RE 'll x" * 50]
+    for text in texts:
+        text = tokens.normalize(text)
+        partial = tokens.partial_encoding([text])
+        assert partial.encode_ordinary(text) == full.encode_ordinary(text), repr(text[:80])
+        assert partial.encode(text, allowed_special="all", disallowed_special=()) == full.encode(
+            text, allowed_special="all", disallowed_special=()
+        )
+
+
+def test_vocabulary_cache_is_written_then_used_and_a_bad_one_ignored(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path = tokens.cache_path()
+    assert not path.exists()
+    ranks, longest = tokens._read_vocabulary()
+    assert len(ranks) == tokens.VOCAB_SIZE and path.exists()
+    assert tokens._read_vocabulary() == (ranks, longest)
+    path.write_bytes(b"not marshal data")
+    assert tokens._read_vocabulary() == (ranks, longest)  # parsed again and rewritten
+    assert tokens._read_vocabulary() == (ranks, longest)
+
+
+def test_nothing_loads_the_vocabulary_until_something_is_counted(tmp_path: object) -> None:
+    """Reopening a stored document (and importing the counting code) builds no tokenizer."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    pdf = ROOT.parent / "shared/corpus/pdf-samples/004-pdflatex-4-pages/pdflatex-4-pages.pdf"
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from desktop.documents import tokens\n"
+        "from desktop.library import open_document\n"
+        "from desktop.store.db import Store\n"
+        "import desktop.answering.prompt\n"
+        "store = Store(Path(sys.argv[1]))\n"
+        "doc, reused = open_document(Path(sys.argv[2]), store)\n"
+        "print(reused, 'tiktoken' in sys.modules, tokens._vocab is not None)\n"
+    )
+    db = str(tmp_path) + "/db.sqlite"
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", script, db, str(pdf)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            check=True,
+        ).stdout.split()
+        for _ in range(2)
+    ]
+    assert runs[0] == ["False", "True", "True"]  # first time: extracted and counted
+    assert runs[1] == ["True", "False", "False"]  # stored: nothing to count

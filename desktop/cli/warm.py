@@ -1,0 +1,101 @@
+"""``longdoc warm``: have the server read documents now, so the first question starts at once."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from desktop.errors import (
+    COMMON_EXIT_CODES,
+    EXIT_DOCUMENT,
+    EXIT_REQUEST_FAILED,
+    EXIT_SERVER_UNAVAILABLE,
+    DocumentError,
+    UsageError,
+    display_path,
+    one_line,
+)
+
+EXIT_CODES = (*COMMON_EXIT_CODES, EXIT_DOCUMENT, EXIT_SERVER_UNAVAILABLE, EXIT_REQUEST_FAILED)
+
+
+def register(sub: Any) -> None:
+    """Add the ``warm`` command."""
+    p = sub.add_parser(
+        "warm",
+        help="prefill documents in the server's cache before asking",
+        description="Have the server read each document now (its cacheable prompt prefix: "
+        "instructions, title and pages), so the first question about it does not wait for "
+        "the whole prefill. Useful before a meeting or after a batch. Nothing is answered "
+        "or stored; a document the server already holds is reported as already warm.",
+    )
+    p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    p.add_argument("--pages", metavar="RANGE", help="only these pages, e.g. 1-120 or iv..xii")
+    p.add_argument("--endpoint", metavar="URL", help="server URL (default: managed server)")
+    p.add_argument("--model", metavar="NAME", help="model name (default: the server's)")
+    p.add_argument("--api-key", metavar="KEY", help="API key for the server")
+    p.add_argument("--json", action="store_true", help="one JSON object per document and line")
+    p.set_defaults(func=cmd_warm)
+
+
+def cmd_warm(args: argparse.Namespace) -> int:
+    """Warm each document in turn; a document that fails is reported and the others go on."""
+    from desktop.answering.pages import PageRangeError, parse_range
+    from desktop.answering.service import Answerer, resolve_endpoint
+    from desktop.cli.common import managed_server, open_store, settings_from
+    from desktop.cli.ingest import json_path
+    from desktop.library import expand_paths, open_document
+
+    settings = settings_from(args)
+    store = open_store()
+    failed = False
+    try:
+        answerer = Answerer(store, resolve_endpoint(settings, managed_server(settings)), settings)
+        try:
+            for path in expand_paths(args.paths):
+                try:
+                    doc, _ = open_document(path, store)
+                    pages = None
+                    if args.pages:
+                        try:
+                            pages = parse_range(args.pages, doc.pages)
+                        except PageRangeError as exc:
+                            raise UsageError(f"{display_path(path)}: {exc}") from None
+                    warmed = answerer.prewarm(doc, pages)
+                except DocumentError as exc:
+                    failed = True
+                    if args.json:
+                        print(
+                            json.dumps({"path": json_path(exc.path), "error": exc.reason}),
+                            flush=True,
+                        )
+                    else:
+                        print(f"Error: {one_line(str(exc))}", file=sys.stderr)
+                    continue
+                if args.json:
+                    row = {
+                        "path": json_path(path),
+                        "sha256": doc.sha256,
+                        "first_page": pages.first if pages else 1,
+                        "last_page": pages.last if pages else len(doc.pages),
+                        "prefix_tokens": warmed.prefix_tokens,
+                        "cached_tokens": warmed.cached_tokens,
+                        "route": warmed.route,
+                        "seconds": round(warmed.seconds, 3),
+                    }
+                    print(json.dumps(row, ensure_ascii=False), flush=True)
+                else:
+                    state = "already warm" if warmed.was_warm else "warmed"
+                    print(
+                        f"{display_path(path)}: {state}, {warmed.prefix_tokens:,} tokens ready "
+                        f"({warmed.seconds:.1f} s)",
+                        flush=True,
+                    )
+        finally:
+            answerer.close()
+    finally:
+        store.close()
+    return EXIT_DOCUMENT if failed else 0
