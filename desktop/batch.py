@@ -427,8 +427,9 @@ class Batch:
 
     def run(self) -> BatchReport:
         """Ask every document; a failure stays with its document and nothing else stops."""
-        # Nothing could start without a server: raise (the usual exit codes), ask nothing.
-        self.answerer.model()
+        # Nothing could start without a server, or without knowing its context length (the
+        # same for every document): raise (the usual exit codes), ask nothing.
+        self.answerer.limits()
         todo: list[tuple[Path, BatchItem]] = []
         for path, item in zip(self._paths, self.report.items, strict=True):
             reason = _not_a_document(path)

@@ -111,6 +111,9 @@ class Settings:
     profile: str = "sglang-rocm"
     container_runtime: str = ""
     keep_server_running: bool = True
+    # For servers that do not report their context (transformers serve, llama.cpp, routers);
+    # 0 = the server's own figure. When both exist the smaller wins.
+    context_length: int = 0
 
     def validate(self) -> None:
         """Raise ConfigError naming the first bad value."""
@@ -129,6 +132,11 @@ class Settings:
             raise ConfigError(
                 "min_prefill_rate must be a positive number of tokens per second, at most "
                 f"{MAX_PREFILL_RATE:,}, not {self.min_prefill_rate:,}"
+            )
+        if not 0 <= self.context_length <= MAX_TOKENS:
+            raise ConfigError(
+                f"context_length must be between 1 and {MAX_TOKENS:,} tokens "
+                f"(0 = as the server reports), not {self.context_length:,}"
             )
         if self.container_runtime not in ("", "docker", "podman"):
             raise ConfigError(
@@ -163,6 +171,7 @@ def check_endpoint(url: str) -> None:
 
 
 _ENV = {"endpoint": "LONGDOC_ENDPOINT", "model": "LONGDOC_MODEL", "api_key": "LONGDOC_API_KEY"}
+CONTEXT_LENGTH_ENV = "LONGDOC_CONTEXT_LENGTH"
 
 
 def _toml_value(value: object) -> str:
@@ -200,6 +209,7 @@ def load_settings(path: Path | None = None, *, env: bool = True) -> Settings:
         "profile": str,
         "container_runtime": str,
         "keep_server_running": bool,
+        "context_length": int,
     }
     text = _read_config(path)
     if text is not None:
@@ -218,6 +228,14 @@ def load_settings(path: Path | None = None, *, env: bool = True) -> Settings:
         for key, var in _ENV.items():
             if os.environ.get(var):
                 setattr(settings, key, os.environ[var])
+        stated = os.environ.get(CONTEXT_LENGTH_ENV, "").strip()
+        if stated:
+            try:
+                settings.context_length = int(stated.replace("_", "").replace(",", ""))
+            except ValueError:
+                raise ConfigError(
+                    f"{CONTEXT_LENGTH_ENV}={stated!r} is not a number of tokens"
+                ) from None
     settings.validate()
     return settings
 
@@ -291,7 +309,7 @@ def setting_sources(
     sources: dict[str, str] = {}
     for f in fields(Settings):
         name = f.name
-        var = _ENV.get(name)
+        var = _ENV.get(name) or (CONTEXT_LENGTH_ENV if name == "context_length" else None)
         if flags and flags.get(name) is not None:
             sources[name] = "flag"
         elif env and var and os.environ.get(var):

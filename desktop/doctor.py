@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from desktop.net import auth_headers, urlopen
+
 Status = Literal["ok", "warning", "problem"]
 
 # Free space below which ingesting or storing answers is likely to fail.
@@ -495,13 +497,10 @@ def check_port(ctx: Context, facts: _ServerFacts) -> Check:
 
 
 def _get_json(url: str, api_key: str) -> tuple[int, Any]:
-    """GET without any proxy (the server is ours or configured); status 0 = no answer."""
-    request = urllib.request.Request(url)
-    if api_key:
-        request.add_header("Authorization", f"Bearer {api_key}")
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    """GET with the clients' proxy rule (none for loopback); status 0 = no answer."""
+    request = urllib.request.Request(url, headers=auth_headers(api_key))
     try:
-        with opener.open(request, timeout=HTTP_TIMEOUT_S) as response:
+        with urlopen(request, timeout=HTTP_TIMEOUT_S) as response:
             body = response.read()
             status = int(response.status)
     except urllib.error.HTTPError as exc:

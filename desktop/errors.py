@@ -187,21 +187,42 @@ class DocumentEmpty(DocumentError):
 
 
 class DocumentTooLarge(DocumentError):
-    """Document plus prompt does not fit the server's context, even with the minimum reserve."""
+    """Document plus prompt does not fit the server's limits, even with the minimum reserve.
+
+    ``limit`` says which limit binds with its numbers, ``remedy`` what to do and
+    ``suggested`` a (first, last) page range that fits, None for a single page (all from
+    ``desktop.answering.budget``); without them the context length is assumed to bind.
+    """
 
     def __init__(
-        self, path: Path | str, needed: int, available: int, context: int, pages: int
+        self,
+        path: Path | str,
+        needed: int,
+        available: int,
+        context: int,
+        pages: int,
+        *,
+        limit: str = "",
+        remedy: str = "",
+        suggested: tuple[int, int] | None = None,
     ) -> None:
         self.needed = needed
         self.available = available
         self.context = context
         self.pages = pages
-        reason = (
-            f"needs {needed:,} prompt tokens but the server's context of {context:,} tokens "
-            f"leaves {available:,} for the prompt; choose a page range, "
-            f"e.g. --pages 1-{suggest_page_end(pages, needed, available)}"
+        self.limit = limit
+        self.remedy = remedy
+        self.suggested = suggested
+        limit = limit or (
+            f"the server's context of {context:,} tokens leaves {available:,} for the prompt"
         )
-        super().__init__(path, reason)
+        if not remedy:
+            remedy = (
+                f"choose a page range, e.g. --pages 1-{suggest_page_end(pages, needed, available)}"
+                if pages > 1
+                else "a single page cannot be split: use a server with a longer context"
+            )
+        super().__init__(path, f"needs {needed:,} prompt tokens but {limit}; {remedy}")
 
 
 def suggest_page_end(pages: int, needed: int, available: int) -> int:
@@ -309,3 +330,22 @@ class ThreadTooLong(LongdocError):
             f"(the document and this question alone need {without_history:,}); start a new "
             "thread (ask without --follow-up or --thread). Earlier turns are never dropped."
         )
+
+
+# --- server settings (client engineer: typed so the CLI and the UI need not read messages) ---
+
+
+class ServerSetupError(UsageError):
+    """Which server to use, or what it is, is not configured well enough to ask."""
+
+
+class NoServerConfigured(ServerSetupError):
+    """No endpoint is set and no managed server runs."""
+
+
+class ModelNotServed(ServerSetupError):
+    """The configured model is not among the models the server lists."""
+
+
+class ContextUnknown(ServerSetupError):
+    """The server does not report its context length and no setting states one."""

@@ -292,25 +292,27 @@ def run_selftest(
     say = progress or (lambda _line: None)
     seed = seed if seed is not None else int.from_bytes(os.urandom(4), "big")
     info = answerer.model()
+    # The context the budget uses: the server's, or a stated one (smaller wins).
+    context = answerer.limits().context_length
     report = SelftestReport(
         started_at=time.time(),
         endpoint=endpoint,
         model=info.id,
-        context_length=info.max_model_len,
+        context_length=context,
     )
     cache_checked = False
     for length in lengths:
         if cancel is not None and cancel.is_set():
             break
-        if info.max_model_len is not None and length + ANSWER_TOKENS >= info.max_model_len:
+        if length + ANSWER_TOKENS >= context:
             report.lengths.append(
                 LengthResult(
                     length,
                     "skipped",
-                    detail=f"longer than the server's context of {info.max_model_len:,} tokens",
+                    detail=f"longer than the server's context of {context:,} tokens",
                 )
             )
-            say(f"{length:,} tokens: skipped, the server's context is {info.max_model_len:,}.")
+            say(f"{length:,} tokens: skipped, the server's context is {context:,}.")
             continue
         say(f"{length:,} tokens: building the document…")
         haystack = build_haystack(length, seed)

@@ -87,6 +87,10 @@ class Connection:
     url: str
     api_key: str
     model: str
+    # What a client may assume: the engine of a managed profile ("" = find out), and the
+    # external profile's stated context length (0 = none).
+    engine: str = ""
+    context_length: int = 0
 
     @property
     def v1_url(self) -> str:
@@ -184,7 +188,7 @@ class ServerManager:
         log.info("started supervisor %d for profile %s", supervisor.pid, profile.name)
 
     def _start_external(self, profile: Profile) -> Connection:
-        connection = Connection(profile.endpoint, profile.api_key, profile.model_name)
+        connection = _external(profile)
         reply = probe.get(f"{connection.url}/v1/models", connection.api_key)
         if reply.status == 0:
             raise ExternalUnreachable(
@@ -237,7 +241,8 @@ class ServerManager:
                     on_stage(STAGE_BY_KEY[key])
             seen = max(seen, len(state.stages))
             if state.state == "ready":
-                return Connection(state.endpoint, read_api_key(self.paths), state.model)
+                engine = _engine(state.profile, self.home)
+                return Connection(state.endpoint, read_api_key(self.paths), state.model, engine)
             if state.state == "failed":
                 raise _failure(state)
             if not supervisor_running(state):
@@ -534,13 +539,28 @@ def connection_for(data_dir: Path, settings: ManagerSettings) -> Connection | No
         if state.kind == "external":
             with contextlib.suppress(ServerManagerError):
                 profile = load_profile(state.profile, Path(data_dir))
-                return Connection(profile.endpoint, profile.api_key, profile.model_name)
+                return _external(profile)
         elif state.state == "ready" or supervisor_running(state):
-            return Connection(state.endpoint, read_api_key(paths), state.model)
+            engine = _engine(state.profile, Path(data_dir))
+            return Connection(state.endpoint, read_api_key(paths), state.model, engine)
     try:
         profile = load_profile(settings.profile, Path(data_dir))
     except ServerManagerError:
         return None
     if profile.kind == "external":
-        return Connection(profile.endpoint, profile.api_key, profile.model_name)
+        return _external(profile)
     return None
+
+
+def _engine(profile_name: str, data_dir: Path) -> str:
+    """The engine a managed profile runs ("" when the profile cannot be read)."""
+    with contextlib.suppress(ServerManagerError):
+        return load_profile(profile_name, data_dir).engine
+    return ""
+
+
+def _external(profile: Profile) -> Connection:
+    """An external profile's connection; its engine is found out from the server itself."""
+    return Connection(
+        profile.endpoint, profile.api_key, profile.model_name, context_length=profile.context_length
+    )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import re
 import urllib.error
@@ -10,6 +9,9 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from longdoc_net import auth_headers, opener_for
+from longdoc_net import is_loopback as is_loopback  # re-exported: the manager's callers use it
 
 TIMEOUT_S = 3.0
 
@@ -72,34 +74,6 @@ class Reply:
             return json.loads(self.body)
         except (ValueError, UnicodeDecodeError):
             return None
-
-
-def auth_headers(api_key: str) -> dict[str, str]:
-    """The request headers that carry the key (none without one)."""
-    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
-
-
-def is_loopback(url: str) -> bool:
-    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
-    host = urllib.parse.urlsplit(url).hostname or ""
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-# A loopback server is reached directly: with http_proxy set, urllib would otherwise send the
-# request, Bearer key included, to the proxy. Other hosts follow the environment.
-_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def opener_for(url: str) -> urllib.request.OpenerDirector:
-    """The opener to use for ``url``: never a proxy for loopback."""
-    # build_opener() reads the proxy variables when called, so the environment of the
-    # moment applies to other hosts.
-    return _DIRECT if is_loopback(url) else urllib.request.build_opener()
 
 
 def get(url: str, api_key: str = "", timeout: float = TIMEOUT_S) -> Reply:

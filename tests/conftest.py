@@ -22,7 +22,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "home"
     path.mkdir(mode=0o700)  # as Longdoc makes it; a looser one gets a notice on first use
     monkeypatch.setenv("LONGDOC_HOME", str(path))
-    for var in ("LONGDOC_ENDPOINT", "LONGDOC_MODEL", "LONGDOC_API_KEY"):
+    for var in ("LONGDOC_ENDPOINT", "LONGDOC_MODEL", "LONGDOC_API_KEY", "LONGDOC_CONTEXT_LENGTH"):
         monkeypatch.delenv(var, raising=False)
     return path
 

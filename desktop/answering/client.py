@@ -15,8 +15,6 @@ import logging
 import socket
 import threading
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,6 +34,7 @@ from desktop.errors import (
     ServerUnreachable,
     StreamBroken,
 )
+from desktop.net import auth_headers, http_client
 
 log = logging.getLogger("longdoc.client")
 
@@ -44,6 +43,11 @@ CONNECT_TIMEOUT_S = 5.0
 INFO_TIMEOUT_S = 15.0
 # Between two chunks once tokens flow: generation never pauses this long on a live server.
 INTER_CHUNK_TIMEOUT_S = 120.0
+
+# Engines known to take fields beyond OpenAI's chat API. A strict OpenAI-compatible server
+# (transformers serve) answers 422 to any unknown field, so an unknown server gets none.
+SGLANG = "sglang"
+VLLM = "vllm"
 
 
 @dataclass(frozen=True)
@@ -95,13 +99,24 @@ def _is_context_error(message: str) -> bool:
     )
 
 
-class ChatClient:
-    """One server endpoint: model listing, token counting, streamed answers."""
+def engine_from_server_info(info: dict[str, Any]) -> str:
+    """``sglang`` when ``/server_info`` has SGLang's scheduler fields, else ""."""
+    return SGLANG if "max_req_input_len" in info or "max_total_num_tokens" in info else ""
 
-    def __init__(self, url: str, api_key: str) -> None:
+
+class ChatClient:
+    """One server endpoint: model listing, token counting, streamed answers.
+
+    ``engine`` is ``sglang`` or ``vllm`` when known (the managed profile's engine, or SGLang
+    found by its ``/server_info``); only then do requests carry that engine's own fields.
+    """
+
+    def __init__(self, url: str, api_key: str, engine: str = "") -> None:
         self.url = url.rstrip("/")
         self.base_url = _base(url)
         self.api_key = api_key
+        self.engine = engine
+        self._http = http_client(url, httpx2.Timeout(INFO_TIMEOUT_S, connect=CONNECT_TIMEOUT_S))
         self._client = openai.OpenAI(
             base_url=self.base_url,
             # SGLang without --api-key accepts anything; openai insists on a value.
@@ -109,11 +124,27 @@ class ChatClient:
             # A server that is down must be reported at once, not after retries.
             max_retries=0,
             timeout=httpx2.Timeout(INFO_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
+            http_client=self._http,
         )
 
     def close(self) -> None:
         """Release the HTTP connection pool."""
         self._client.close()
+        self._http.close()
+
+    def extra_body(self, thinking: bool, rid: str) -> dict[str, Any]:
+        """The fields a chat request adds for the engine (only OpenAI's own for an unknown one)."""
+        if self.engine == SGLANG:
+            return {
+                "chat_template_kwargs": {"enable_thinking": thinking},
+                "separate_reasoning": True,
+                "rid": rid,
+            }
+        if self.engine == VLLM:
+            return {"chat_template_kwargs": {"enable_thinking": thinking}}
+        # OpenAI's own switch (in its API schema, so strict servers accept it); SGLang reads
+        # it as enable_thinking=false, others may ignore it.
+        return {} if thinking else {"reasoning_effort": "none"}
 
     # --- errors --------------------------------------------------------------------
 
@@ -168,14 +199,12 @@ class ChatClient:
 
     def server_info(self) -> dict[str, Any]:
         """SGLang's ``/server_info`` (resolved args, ``max_req_input_len``); {} if absent."""
-        request = urllib.request.Request(
-            self.url.removesuffix("/v1") + "/server_info",
-            headers={"Authorization": f"Bearer {self.api_key}"} if self.api_key else {},
-        )
         try:
-            with urllib.request.urlopen(request, timeout=INFO_TIMEOUT_S) as response:
-                data = json.loads(response.read())
-        except (urllib.error.URLError, OSError, ValueError):
+            response = self._http.get(
+                self.url.removesuffix("/v1") + "/server_info", headers=auth_headers(self.api_key)
+            )
+            data = response.json() if response.status_code == 200 else None
+        except (httpx2.HTTPError, OSError, ValueError):
             return {}  # optional: other servers do not have it
         return data if isinstance(data, dict) else {}
 
@@ -224,20 +253,16 @@ class ChatClient:
 
     def abort(self, rid: str) -> None:
         """Ask SGLang to drop a request now (closing the stream alone takes ~2-4 s)."""
-        request = urllib.request.Request(
-            self.url.removesuffix("/v1") + "/abort_request",
-            data=json.dumps({"rid": rid}).encode(),
-            headers={
-                "Content-Type": "application/json",
-                **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}),
-            },
-            method="POST",
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=3):
-                pass
-        except (urllib.error.URLError, OSError):
-            pass  # not SGLang, or already gone: closing the stream aborts it anyway
+        if self.engine != SGLANG:
+            return  # the request carried no rid: closing the stream is all there is
+        # Already gone is fine: closing the stream aborts it anyway.
+        with contextlib.suppress(httpx2.HTTPError, OSError):
+            self._http.post(
+                self.url.removesuffix("/v1") + "/abort_request",
+                json={"rid": rid},
+                headers=auth_headers(self.api_key),
+                timeout=3,
+            )
 
 
 class StreamingAnswer:
@@ -266,8 +291,9 @@ class StreamingAnswer:
         self._sockets: list[socket.socket] = []
         self._abort_sent = False
         # The read timeout covers the silent prefill before the first chunk.
-        self._http = httpx2.Client(
-            timeout=httpx2.Timeout(
+        self._http = http_client(
+            client.url,
+            httpx2.Timeout(
                 max(first_token_timeout_s, INTER_CHUNK_TIMEOUT_S), connect=CONNECT_TIMEOUT_S
             ),
             event_hooks={"request": [self._trace_request]},
@@ -350,11 +376,7 @@ class StreamingAnswer:
                 stream=True,
                 max_tokens=self.max_tokens,
                 stream_options={"include_usage": True},
-                extra_body={
-                    "chat_template_kwargs": {"enable_thinking": self.thinking},
-                    "separate_reasoning": True,
-                    "rid": self.rid,
-                },
+                extra_body=self.client.extra_body(self.thinking, self.rid),
                 timeout=self._http.timeout,
             )
         except openai.OpenAIError as exc:

@@ -19,6 +19,10 @@ class Sent:
     last_page: int
     page_count: int
     warnings: list[str] = field(default_factory=list)
+    # Longdoc's own count, and the server's when it was asked to count (--check-tokens);
+    # ``prompt_tokens`` is the larger, which the budget used.
+    local_tokens: int = 0
+    server_tokens: int | None = None
 
 
 @dataclass(frozen=True)

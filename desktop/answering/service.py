@@ -14,8 +14,21 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from desktop.answering.budget import Budget, plan_budget
-from desktop.answering.client import ChatClient, ModelInfo, StreamingAnswer, first_token_timeout
+from desktop.answering.budget import (
+    Budget,
+    ContextLimits,
+    explain_limit,
+    plan_budget,
+    remedy,
+    suggest_pages,
+)
+from desktop.answering.client import (
+    ChatClient,
+    ModelInfo,
+    StreamingAnswer,
+    engine_from_server_info,
+    first_token_timeout,
+)
 from desktop.answering.events import (
     AnswerDelta,
     Event,
@@ -50,8 +63,11 @@ from desktop.documents.layout import counts_current
 from desktop.documents.model import Document
 from desktop.errors import (
     Cancelled,
+    ContextUnknown,
     DocumentTooLarge,
     LongdocError,
+    ModelNotServed,
+    NoServerConfigured,
     ServerError,
     ServerUnavailable,
     ThreadTooLong,
@@ -65,6 +81,15 @@ log = logging.getLogger("longdoc.answering")
 # The question of a chat-route warm-up (servers without a raw-prompt route): only the
 # prefix before it matters to the cache.
 PREWARM_QUESTION = "Reply with OK."
+
+# Partial answers reach the store at least this often, so a killed process loses at most
+# the last moment of the answer.
+PROGRESS_FLUSH_S = 1.0
+
+# Where a stated context length comes from, for messages (precedence: --context-length >
+# LONGDOC_CONTEXT_LENGTH > context_length in longdoc.toml > the external profile's key).
+STATED_BY_SETTINGS = "the context_length setting"
+STATED_BY_PROFILE = "the external profile's context_length"
 
 
 @dataclass(frozen=True)
@@ -93,16 +118,27 @@ class Warmed:
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where to send questions: URL, key, and the model name (empty = the server's first)."""
+    """Where to send questions: URL, key, and the model name (empty = the server's first).
+
+    ``engine`` is the managed profile's engine ("" = unknown, found out from the server);
+    ``context_length`` is a stated context length (0 = none), with ``stated_by`` its source.
+    """
 
     url: str
     api_key: str
     model: str = ""
     managed: bool = False
+    engine: str = ""
+    context_length: int = 0
+    stated_by: str = ""
 
 
 class ManagedServer(Protocol):
-    """Where the managed server listens (``server_manager.Connection`` fits)."""
+    """Where the managed server listens (``server_manager.Connection`` fits).
+
+    ``engine``: the managed profile's engine ("" = unknown); ``context_length``: the
+    external profile's stated context length (0 = none).
+    """
 
     @property
     def url(self) -> str:
@@ -119,6 +155,16 @@ class ManagedServer(Protocol):
         """The model it serves."""
         ...
 
+    @property
+    def engine(self) -> str:
+        """The engine it runs, when known."""
+        ...
+
+    @property
+    def context_length(self) -> int:
+        """A stated context length (0 = none)."""
+        ...
+
 
 def resolve_endpoint(settings: Settings, managed: Callable[[], ManagedServer | None]) -> Endpoint:
     """The configured endpoint, else the server Longdoc manages (started or adopted).
@@ -126,16 +172,30 @@ def resolve_endpoint(settings: Settings, managed: Callable[[], ManagedServer | N
     ``managed`` looks the managed server up; the CLI and the app pass one built on
     ``server_manager.connection_for`` (this package does not import the server manager).
     """
+    stated = settings.context_length
     if settings.endpoint:
-        return Endpoint(settings.endpoint, settings.api_key, settings.model)
+        return Endpoint(
+            settings.endpoint,
+            settings.api_key,
+            settings.model,
+            context_length=stated,
+            stated_by=STATED_BY_SETTINGS if stated else "",
+        )
     conn = managed()
     if conn is None:
-        raise UsageError(
+        raise NoServerConfigured(
             "No server configured and no Longdoc server running: start one with "
             "`longdoc server start`, or pass --endpoint URL (or set LONGDOC_ENDPOINT)."
         )
+    profile_stated = conn.context_length
     return Endpoint(
-        conn.url, settings.api_key or conn.api_key, settings.model or conn.model, managed=True
+        conn.url,
+        settings.api_key or conn.api_key,
+        settings.model or conn.model,
+        managed=True,
+        engine=conn.engine,
+        context_length=stated or profile_stated,
+        stated_by=STATED_BY_SETTINGS if stated else STATED_BY_PROFILE if profile_stated else "",
     )
 
 
@@ -150,6 +210,8 @@ class Question:
     use_cache: bool = True
     max_tokens: int | None = None  # None = the settings' answer reserve
     thread: Thread | None = None  # a follow-up continues this thread; None starts a new one
+    # Also ask the server to count the prompt (/v1/tokenize); the budget uses the larger.
+    check_tokens: bool = False
 
     def page_range(self) -> PageRange:
         """The selected pages, defaulting to all (a follow-up: the thread's pages)."""
@@ -176,6 +238,8 @@ class Plan:
     messages: list[dict[str, Any]]  # content is a string, or text and image parts
     budget: Budget
     key: AnswerKey
+    local_tokens: int = 0
+    server_tokens: int | None = None  # the server's count, when asked and available
 
 
 class Answerer:
@@ -185,9 +249,9 @@ class Answerer:
         self.store = store
         self.endpoint = endpoint
         self.settings = settings
-        self.client = ChatClient(endpoint.url, endpoint.api_key)
+        self.client = ChatClient(endpoint.url, endpoint.api_key, endpoint.engine)
         self._model: ModelInfo | None = None
-        self._max_input: int | None = None
+        self._limits: ContextLimits | None = None
         self._reads_images: bool | None = None
         self._lock = threading.Lock()
         # The raw-prompt routes still worth trying for warm-ups (a 404 removes one).
@@ -209,24 +273,46 @@ class Answerer:
         chosen = next((m for m in models if m.id == wanted), None) if wanted else models[0]
         if chosen is None:
             names = ", ".join(m.id for m in models)
-            raise UsageError(
+            raise ModelNotServed(
                 f"The server at {self.endpoint.url} has no model {wanted!r}; it serves: {names}."
             )
-        if chosen.max_model_len is None:
-            raise ServerError(
-                f"The server at {self.endpoint.url} does not report its context length "
-                "(max_model_len in /v1/models), so the prompt size cannot be checked."
-            )
-        info = self.client.server_info()
-        max_input = info.get("max_req_input_len")
         with self._lock:
             self._model = chosen
-            self._max_input = max_input if isinstance(max_input, int) else None
         try:
             self.store.remember_model(self.endpoint.url, chosen.id, chosen.max_model_len)
         except LongdocError:
             log.debug("could not remember the model", exc_info=True)
         return chosen
+
+    def _context_limits(self, model: ModelInfo) -> ContextLimits:
+        """The server's reported limits combined with a stated context length."""
+        reported, stated = model.max_model_len, self.endpoint.context_length
+        if reported is None and not stated:
+            raise ContextUnknown(
+                f"The server at {self.endpoint.url} does not report its context length "
+                "(max_model_len in /v1/models): state it with --context-length N, "
+                "LONGDOC_CONTEXT_LENGTH or context_length in longdoc.toml."
+            )
+        if reported is None or (stated and stated < reported):
+            context, stated_by = stated, self.endpoint.stated_by
+        else:
+            context, stated_by = reported, ""
+        info = self.client.server_info()
+        if not self.client.engine:
+            self.client.engine = engine_from_server_info(info)
+        max_input = info.get("max_req_input_len")
+        return ContextLimits(context, max_input if isinstance(max_input, int) else None, stated_by)
+
+    def limits(self) -> ContextLimits:
+        """What the server accepts: context length and input limit (asked once)."""
+        model = self.model()
+        with self._lock:
+            if self._limits is not None:
+                return self._limits
+        limits = self._context_limits(model)
+        with self._lock:
+            self._limits = limits
+        return limits
 
     def reads_images(self) -> bool:
         """Whether the server's model reads images (asked once, from ``/model_info``)."""
@@ -286,52 +372,76 @@ class Answerer:
             return hit
         return self.cached(question, model)
 
+    def prompt(
+        self,
+        doc: Document,
+        pages: PageRange,
+        question: str,
+        thinking: bool,
+        history: list[dict[str, str]] | None = None,
+    ) -> tuple[list[dict[str, Any]], int]:
+        """The messages of a question and Longdoc's exact count of them (what the budget fits).
+
+        Scanned pages go as images when the server reads them; a thread's earlier turns
+        (``history``) go after the document. The app's budget bar counts through here too,
+        so it shows what ``plan`` will decide.
+        """
+        history = history or []
+        scanned = scanned_pages(doc, pages)
+        if scanned and self.reads_images():
+            messages = build_image_messages(doc, pages, question, page_images(doc, scanned))
+            # A thread's earlier turns go after the document, right before the question.
+            messages[-1:-1] = history
+            return messages, count_image_prompt_tokens(messages, thinking)
+        text_only: list[dict[str, Any]] = list(build_messages(doc, pages, question, history))
+        had_counts = counts_current(doc)
+        count = count_prompt_tokens(doc, pages, question, thinking, history)
+        if not had_counts:
+            self._save_counts(doc)
+        return text_only, count
+
     def plan(self, question: Question) -> Plan:
-        """Count the prompt exactly and fit it to the context, or raise DocumentTooLarge."""
+        """Count the prompt exactly and fit it to the server's limits, or raise DocumentTooLarge.
+
+        With ``question.check_tokens`` the server counts too and the larger count decides.
+        """
         if not question.text.strip():
             raise UsageError("The question is empty.")
         info = self.model()
+        limits = self.limits()
         doc = question.document
         pages = question.page_range()
         reserve = question.max_tokens or self.settings.answer_reserve
         history = question.history()
         scanned = scanned_pages(doc, pages)
-        messages: list[dict[str, Any]]
-        if scanned and self.reads_images():
-            messages = build_image_messages(doc, pages, question.text, page_images(doc, scanned))
-            # A thread's earlier turns go after the document, right before the question.
-            messages[-1:-1] = history
-            prompt_tokens = count_image_prompt_tokens(messages, question.thinking)
-        else:
+        if not (scanned and self.reads_images()):
             require_text(doc, pages.first, pages.last)
-            messages = list(build_messages(doc, pages, question.text, history))
-            had_counts = counts_current(doc)
-            prompt_tokens = count_prompt_tokens(
-                doc, pages, question.text, question.thinking, history
-            )
-            if not had_counts:
-                self._save_counts(doc)
-        assert info.max_model_len is not None
-        budget = plan_budget(prompt_tokens, info.max_model_len, reserve, self._max_input)
+        messages, local = self.prompt(doc, pages, question.text, question.thinking, history)
+        server = (
+            self.client.count_tokens(messages, info.id, question.thinking)
+            if question.check_tokens
+            else None
+        )
+        budget = plan_budget(max(local, server or 0), limits, reserve)
         if scanned and not self.reads_images():
             budget.warnings.append(unread_warning(scanned, doc))
         if not budget.fits and question.thread is not None and history:
-            if scanned and self.reads_images():
-                without = [m for m in messages if not any(m is h for h in history)]
-                alone = count_image_prompt_tokens(without, question.thinking)
-            else:
-                alone = count_prompt_tokens(doc, pages, question.text, question.thinking)
-            self._refuse_thread(question, alone, prompt_tokens, budget, reserve)
+            _, alone = self.prompt(doc, pages, question.text, question.thinking)
+            self._refuse_thread(question, alone, budget.prompt_tokens, budget, reserve)
         if not budget.fits:
+            fit = suggest_pages(pages, budget)
             raise DocumentTooLarge(
                 doc.path,
-                prompt_tokens,
+                budget.prompt_tokens,
                 budget.prompt_limit,
-                info.max_model_len,
+                limits.context_length,
                 pages.last - pages.first + 1,
+                limit=explain_limit(budget),
+                remedy=remedy(budget, doc.pages, pages),
+                suggested=None if fit is None else (fit.first, fit.last),
             )
         key = self.cache_key(question, info.id, reserve)
-        return Plan(question, pages, info.id, messages, budget, key)
+        return Plan(question, pages, info.id, messages, budget, key, local, server)
 
     def _save_counts(self, doc: Document) -> None:
         """Keep per-page counts made now (a document stored by an older layout)."""
@@ -346,7 +456,7 @@ class Answerer:
         """Raise ThreadTooLong when only the earlier turns make the prompt too long
         (``alone``: the prompt's tokens without them)."""
         assert question.thread is not None
-        if plan_budget(alone, budget.context_length, reserve, self._max_input).fits:
+        if plan_budget(alone, budget.limits, reserve).fits:
             raise ThreadTooLong(
                 question.document.path,
                 question.thread.id,
@@ -401,17 +511,19 @@ class Answerer:
         size = prefix_tokens(doc, pages)
         if not had_counts:
             self._save_counts(doc)
-        assert info.max_model_len is not None
-        budget = plan_budget(
-            size, info.max_model_len, self.settings.answer_reserve, self._max_input
-        )
+        limits = self.limits()
+        budget = plan_budget(size, limits, self.settings.answer_reserve)
         if not budget.fits:
+            fit = suggest_pages(pages, budget)
             raise DocumentTooLarge(
                 doc.path,
                 size,
                 budget.prompt_limit,
-                info.max_model_len,
+                limits.context_length,
                 pages.last - pages.first + 1,
+                limit=explain_limit(budget),
+                remedy=remedy(budget, doc.pages, pages),
+                suggested=None if fit is None else (fit.first, fit.last),
             )
         timeout = first_token_timeout(size, self.settings.min_prefill_rate)
         prompt = cacheable_prefix(doc, pages)
@@ -505,6 +617,8 @@ class Answerer:
                 last_page=plan.pages.last,
                 page_count=len(question.document.pages),
                 warnings=list(plan.budget.warnings),
+                local_tokens=plan.local_tokens,
+                server_tokens=plan.server_tokens,
             )
             stream = self.client.stream(
                 plan.messages,
@@ -516,6 +630,7 @@ class Answerer:
                 ),
                 cancel=cancel,
             )
+            flushed = time.monotonic()
             for event in stream:
                 if isinstance(event, AnswerDelta):
                     parts.append(event.text)
@@ -525,8 +640,15 @@ class Answerer:
                     usage = event
                 elif isinstance(event, Finished):
                     finished = event
-                if ttft is None and isinstance(event, AnswerDelta | ReasoningDelta):
-                    ttft = time.monotonic() - started
+                if isinstance(event, AnswerDelta | ReasoningDelta):
+                    now = time.monotonic()
+                    if ttft is None:
+                        ttft = now - started
+                    if now - flushed >= PROGRESS_FLUSH_S:
+                        # A SIGKILL leaves this row 'running' with what arrived so far; the
+                        # next Store marks it incomplete (never served from the cache).
+                        self.store.save_progress(answer_id, "".join(parts), "".join(reasoning))
+                        flushed = now
                 yield event
         except GeneratorExit:
             # The consumer dropped the generator (window closed): keep what arrived.

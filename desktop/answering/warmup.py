@@ -11,14 +11,12 @@ exactly where every question's prompt goes on, so the whole prefix is reused.
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import json
 import threading
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 import httpx2
 
@@ -31,6 +29,7 @@ from desktop.errors import (
     ServerLoading,
     ServerUnreachable,
 )
+from desktop.net import auth_headers, http_client, is_loopback
 
 Route = Literal["generate", "completions"]
 ROUTES: tuple[Route, ...] = ("generate", "completions")
@@ -52,21 +51,6 @@ class RouteMissing(Exception):
 
 def _root(url: str) -> str:
     return url.rstrip("/").removesuffix("/v1")
-
-
-def _loopback(url: str) -> bool:
-    """True for localhost and 127.0.0.0/8 or ::1: never sent through a proxy."""
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _headers(api_key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
 def _int(value: Any) -> int | None:
@@ -119,17 +103,14 @@ def prefill(
         # Standard fields only: a server other than SGLang may refuse unknown ones (422).
         body = {"model": model, "prompt": prompt, "max_tokens": 1, "temperature": 0}
     started = time.monotonic()
-    http = httpx2.Client(
-        timeout=httpx2.Timeout(timeout_s, connect=CONNECT_TIMEOUT_S),
-        # A proxy from the environment must never see a loopback server's key.
-        trust_env=not _loopback(url),
-    )
+    # A proxy from the environment must never see a loopback server's key.
+    http = http_client(url, httpx2.Timeout(timeout_s, connect=CONNECT_TIMEOUT_S))
     done = threading.Event()
     outcome: list[httpx2.Response | BaseException] = []
 
     def send() -> None:
         try:
-            outcome.append(http.post(root + path, json=body, headers=_headers(api_key)))
+            outcome.append(http.post(root + path, json=body, headers=auth_headers(api_key)))
         except BaseException as exc:  # handed to the waiting thread below
             outcome.append(exc)
         finally:
@@ -209,7 +190,7 @@ def _abort(root: str, api_key: str, rid: str) -> None:
         httpx2.post(
             root + "/abort_request",
             json={"rid": rid},
-            headers=_headers(api_key),
+            headers=auth_headers(api_key),
             timeout=3.0,
-            trust_env=not _loopback(root),
+            trust_env=not is_loopback(root),
         )

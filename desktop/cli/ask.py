@@ -19,7 +19,6 @@ from desktop.errors import (
 
 if TYPE_CHECKING:
     from desktop.answering.citations import CitationCheck
-    from desktop.answering.service import Answerer, Question
     from desktop.answering.threads import Thread
     from desktop.documents.model import Document
     from desktop.store.db import Store
@@ -79,13 +78,22 @@ def register(sub: Any) -> None:
         "--max-tokens",
         type=token_count,
         metavar="N",
-        help="the longest answer, in tokens, which is also the room kept for it in the "
-        "context (default: answer_reserve, 16384; shrinks to 2048 if the pages need it)",
+        help="the longest answer in tokens, reasoning included; also the answer reserve the "
+        "budget keeps free in the context (default: answer_reserve, 16384; shrinks to 2048 "
+        "with a warning when the document needs the room)",
+    )
+    p.add_argument(
+        "--context-length",
+        type=token_count,
+        metavar="N",
+        help="the server's context length in tokens, for servers that do not report it "
+        "(when both exist the smaller wins; default: LONGDOC_CONTEXT_LENGTH, context_length "
+        "in longdoc.toml)",
     )
     p.add_argument(
         "--check-tokens",
         action="store_true",
-        help="confirm the local prompt token count with the server's /v1/tokenize",
+        help="also have the server count the prompt (/v1/tokenize); the budget uses the larger",
     )
     p.add_argument(
         "--json",
@@ -108,13 +116,10 @@ def token_count(text: str) -> int:
     return value
 
 
-def check_tokens(answerer: Answerer, question: Question) -> None:
+def report_token_check(local: int, remote: int | None) -> None:
     """Print the local and the server's prompt token counts; warn when they differ."""
     from desktop.cli.common import warn
 
-    plan = answerer.plan(question)
-    local = plan.budget.prompt_tokens
-    remote = answerer.confirm_tokens(plan)
     if remote is None:
         print(
             f"Prompt: {local:,} tokens (the server cannot count chat messages; "
@@ -201,13 +206,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
         question = Question(
             doc, args.question, pages, thinking, not args.no_cache, args.max_tokens, thread
         )
+        question.check_tokens = args.check_tokens
         if thread is not None:
             print(
                 f"Follow-up in thread {thread.id} (turn {len(thread.turns) + 1}).",
                 file=sys.stderr,
             )
-        if args.check_tokens:
-            check_tokens(answerer, question)
         tty_err = sys.stderr.isatty()
         final: Stored | None = None
         in_reasoning = False
@@ -216,6 +220,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
         try:
             for event in events:
                 if isinstance(event, Sent):
+                    if args.check_tokens:
+                        report_token_check(event.local_tokens, event.server_tokens)
                     for warning in event.warnings:
                         warn(warning)
                     if (event.first_page, event.last_page) != (1, event.page_count):
@@ -243,6 +249,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
                         )
                 elif isinstance(event, Stored):
                     final = event
+                    if event.from_cache and args.check_tokens:
+                        print("Prompt: not sent (answered from the cache).", file=sys.stderr)
         finally:
             events.close()  # a KeyboardInterrupt here still stores the answer as incomplete
             if in_reasoning:

@@ -22,6 +22,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         endpoint=getattr(args, "endpoint", None),
         model=getattr(args, "model", None),
         api_key=getattr(args, "api_key", None),
+        context_length=getattr(args, "context_length", None),
     )
 
 

@@ -56,6 +56,12 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--endpoint", metavar="URL", help="server URL (default: managed server)")
     p.add_argument("--model", metavar="NAME", help="model name (default: the server's)")
     p.add_argument("--api-key", metavar="KEY", help="API key for the server")
+    p.add_argument(
+        "--context-length",
+        type=int,
+        metavar="N",
+        help="the server's context length, for servers that do not report it",
+    )
 
 
 def register(sub: Any) -> None:

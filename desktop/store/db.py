@@ -491,6 +491,14 @@ class Store:
                 f"UPDATE answers SET {assignments} WHERE id = ?", [*values.values(), answer_id]
             )
 
+    def save_progress(self, answer_id: int, answer: str, reasoning: str) -> None:
+        """Keep what has streamed so far of a running answer (it stays 'running')."""
+        with self._write():
+            self.db.execute(
+                "UPDATE answers SET answer = ?, reasoning = ? WHERE id = ? AND status = 'running'",
+                [answer, reasoning, answer_id],
+            )
+
     def update_answer_extra(self, answer_id: int, values: dict[str, Any]) -> None:
         """Merge ``values`` into an answer's ``extra`` JSON (e.g. its checked citations)."""
         with self._transaction() as conn:

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.answering.budget import suggest_pages
 from desktop.answering.citations import QuoteCheck
 from desktop.answering.events import AnswerDelta, Finished, ReasoningDelta, Sent, Stored, Usage
 from desktop.answering.format import scope as page_scope
@@ -38,10 +39,10 @@ from desktop.errors import (
     Cancelled,
     DocumentTooLarge,
     LongdocError,
+    NoServerConfigured,
+    ServerSetupError,
     ServerUnavailable,
     ThreadTooLong,
-    UsageError,
-    suggest_page_end,
 )
 from desktop.store.db import StoredAnswer
 from desktop.ui import messages, quote_marks, tasks
@@ -497,20 +498,17 @@ class AskPanel(QWidget):
     def _show_budget(self, view: BudgetView) -> None:
         doc_pages = self.document.pages if self.document is not None else []
         self.budget_bar.show_budget(view, doc_pages)
-        budget = view.budget
-        if budget.fits:
+        suggestion = suggest_pages(view.pages, view.budget)
+        if suggestion is None or self.document is None:  # fits, or one page: nothing to cut
             self.suggest_button.hide()
             return
-        end = suggest_page_end(
-            view.pages.last - view.pages.first + 1, budget.prompt_tokens, budget.prompt_limit
-        )
-        first = view.pages.first
+        first, last = suggestion.first, suggestion.last
         # In printed labels (what the viewer shows), in the grammar the page box reads.
-        self._suggested = format_range(doc_pages, first, first + end - 1, labels=True)
+        self._suggested = format_range(doc_pages, first, last, labels=True)
         self.suggest_button.setText(f"Use pages {self._suggested}")
         if len(doc_pages) == view.page_count:
             self.suggest_button.setToolTip(
-                f"Ask about {describe(doc_pages, PageRange(first, first + end - 1))}"
+                f"Ask about {describe(doc_pages, PageRange(first, last))}"
             )
         self.suggest_button.show()
 
@@ -729,9 +727,12 @@ class AskPanel(QWidget):
             self.answer_view.fail(messages.too_large(exc, pages, first))
             self.refresh_budget()
             self.pages_edit.setFocus()
-        elif isinstance(exc, ServerUnavailable | UsageError) and _about_server(exc):
-            text = f"The server is not ready: {exc}"
-            if managed:
+        elif isinstance(exc, ServerUnavailable | ServerSetupError):
+            # Not ready (or none running) can be fixed by starting the managed server; a
+            # wrong setting (model, context length, endpoint) only in the settings.
+            startable = isinstance(exc, ServerUnavailable | NoServerConfigured)
+            text = f"The server is not ready: {exc}" if startable else str(exc)
+            if managed and startable:
                 self.answer_view.fail(text, "start-server", "Start the server")
             else:
                 self.answer_view.fail(text, "settings", "Settings…")
@@ -1005,8 +1006,3 @@ class AskPanel(QWidget):
         self._task = None
         if running:
             tasks.wait_all(timeout_ms)
-
-
-def _about_server(exc: LongdocError) -> bool:
-    """Is this error about the server being absent or not ready?"""
-    return isinstance(exc, ServerUnavailable) or "server" in str(exc).lower()

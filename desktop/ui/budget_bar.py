@@ -8,6 +8,7 @@ from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPalette
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
+from desktop.answering.budget import explain_limit, suggest_pages
 from desktop.answering.pages import describe
 from desktop.documents.model import Page
 from desktop.ui.session import BudgetView
@@ -116,9 +117,8 @@ class BudgetBar(QWidget):
             self.bar.segments = [(1.0, OVER_COLOR)]
             text = (
                 f"This thread no longer fits: with its earlier turns ({view.thread_tokens:,} "
-                f"tokens) the prompt needs {b.prompt_tokens:,} tokens, but the context of "
-                f"{b.context_length:,} leaves {b.prompt_limit:,} after the minimum answer "
-                "reserve. Start a new thread (Ctrl+N)."
+                f"tokens) the prompt needs {b.prompt_tokens:,} tokens, but {explain_limit(b)}. "
+                "Start a new thread (Ctrl+N)."
             )
         else:
             self.bar.segments = [(1.0, OVER_COLOR)]
@@ -130,8 +130,12 @@ class BudgetBar(QWidget):
             )
             text = (
                 f"Over budget by {b.overflow:,} tokens: {scope} need {b.prompt_tokens:,} "
-                f"prompt tokens, but the context of {b.context_length:,} leaves "
-                f"{b.prompt_limit:,} after the minimum answer reserve. Choose a page range."
+                f"prompt tokens, but {explain_limit(b)}. "
+                + (
+                    "Choose a page range."
+                    if suggest_pages(view.pages, b) is not None
+                    else "One page cannot be split: the server needs a longer context."
+                )
             )
         self.bar.show()
         self.bar.update()

@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.answering.budget import plan_budget
+from desktop.answering.budget import ContextLimits, document_budget, explain_limit
 from desktop.documents.model import Document
 from desktop.errors import DocumentError, plural
 from desktop.library import expand_paths, open_document
@@ -47,10 +47,6 @@ from desktop.ui import messages, tasks
 from desktop.ui.session import unanswerable_reason
 
 log = logging.getLogger("longdoc.ui.library")
-
-# Tokens the instructions and a question add to the document (the exact figure is in the
-# budget bar; this is for the library's at-a-glance "fits" column).
-PROMPT_OVERHEAD = 300
 
 COLUMNS = ("Title", "Pages", "Tokens", "Fits")
 FITS_COLUMN = 3
@@ -104,7 +100,8 @@ class LibraryModel(QAbstractTableModel):
         self._filter = ""
         self._filter_keys: dict[int, str] = {}  # id(row) -> lower-case title and file name
         self._shas: set[str] = set()  # the documents listed (a new one needs no search)
-        self.context: int | None = None
+        self.context: ContextLimits | None = None
+        self.thinking = True
         self.reserve = 0
         self._icons: dict[str, QIcon] = {}
         self._placeholder: Any = None
@@ -185,13 +182,13 @@ class LibraryModel(QAbstractTableModel):
             return "✗ no text", f"Cannot be asked about: {reason}"
         if self.context is None:
             return "", "The server's context length is not known yet"
-        budget = plan_budget(row.tokens + PROMPT_OVERHEAD, self.context, self.reserve)
+        # The budget bar's figure for the whole document with the question box empty.
+        budget = document_budget(row.tokens, self.context, self.reserve, thinking=self.thinking)
         if budget.fits:
-            return "✓", f"Fits the context of {self.context:,} tokens"
+            return "✓", f"Fits the context of {self.context.context_length:,} tokens"
         return (
             f"✗ +{budget.overflow:,}",
-            f"About {budget.overflow:,} tokens too many for the context of "
-            f"{self.context:,}: ask about a page range",
+            f"{budget.overflow:,} tokens too many: {explain_limit(budget)}; ask about a page range",
         )
 
     # --- changes, each in one batch ----------------------------------------------------
@@ -201,10 +198,13 @@ class LibraryModel(QAbstractTableModel):
         self._icons = icons
         self._placeholder = placeholder
 
-    def set_context(self, context: int | None, reserve: int) -> None:
-        """A new context length: one change signal for the whole "Fits" column."""
+    def set_context(
+        self, context: ContextLimits | None, reserve: int, thinking: bool = True
+    ) -> None:
+        """New server limits (or settings): one change signal for the whole "Fits" column."""
         self.context = context
         self.reserve = reserve
+        self.thinking = thinking
         count = self.rowCount()
         if count:
             self.dataChanged.emit(
@@ -449,9 +449,11 @@ class LibraryPanel(QWidget):
         self.view.selectionModel().blockSignals(False)
         self._update_empty()
 
-    def set_context(self, context_length: int | None, reserve: int) -> None:
-        """The server's context length changed: recompute the "fits" column."""
-        self.model.set_context(context_length, reserve)
+    def set_context(
+        self, limits: ContextLimits | None, reserve: int, thinking: bool = True
+    ) -> None:
+        """The server's limits (or the settings) changed: recompute the "fits" column."""
+        self.model.set_context(limits, reserve, thinking)
 
     def fits_text(self, sha: str) -> str | None:
         """The "fits" cell of a document (tests)."""

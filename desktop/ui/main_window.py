@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.answering.budget import ContextLimits
 from desktop.config import Settings, data_dir, load_settings, setting_sources
 from desktop.documents import SUPPORTED_SUFFIXES
 from desktop.documents.model import Document
@@ -106,7 +107,7 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.document: Document | None = None
         self._server_state: str | None = None
-        self._context_task: tasks.Task[int] | None = None
+        self._context_task: tasks.Task[ContextLimits] | None = None
         self.server_panel: ServerPanel | None = None
         self.batch_window: BatchWindow | None = None
         self._splitters_restored = False
@@ -478,12 +479,13 @@ class MainWindow(QMainWindow):
     def _fetch_context(self) -> None:
         session = self.session
 
-        def known(context: int) -> None:
-            self.library.set_context(context, session.settings.answer_reserve)
+        def known(limits: ContextLimits) -> None:
+            settings = session.settings
+            self.library.set_context(limits, settings.answer_reserve, settings.thinking)
             self.ask_panel.refresh_budget()
 
         self._context_task = tasks.run_call(
-            session.context_length,
+            session.limits,
             receiver=self,
             success=known,
             failure=lambda exc: log.info("context length unknown: %s", exc),

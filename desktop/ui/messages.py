@@ -109,6 +109,13 @@ def too_large(exc: DocumentTooLarge, pages: Sequence[Page], first_page: int = 1)
     """Over budget in the app's words (no command-line flags): by how much, and a range
     of pages that fits, in the document's printed labels."""
     over = max(0, exc.needed - exc.available)
+    if exc.limit:  # the core said which limit binds (the context or the server's KV cache)
+        text = f"Not sent: the question needs {exc.needed:,} prompt tokens, {over:,} too many: "
+        if exc.suggested is None:  # one page: no range can help
+            return f"{text}{exc.limit}. {exc.remedy[:1].upper()}{exc.remedy[1:]}."
+        first, last = exc.suggested
+        fits = page_span(first, last, pages) if pages else f"pages {first}-{last}"
+        return f"{text}{exc.limit}. Ask about fewer pages: {fits} would fit."
     end = first_page + suggest_page_end(exc.pages, exc.needed, exc.available) - 1
     fits = page_span(first_page, end, pages) if pages else f"pages {first_page}-{end}"
     return (

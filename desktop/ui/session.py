@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from desktop.answering import prefill
-from desktop.answering.budget import Budget, plan_budget
+from desktop.answering.budget import Budget, ContextLimits, plan_budget, prompt_overhead
 from desktop.answering.events import Sent
-from desktop.answering.prompt import PageRange, count_prompt_tokens
+from desktop.answering.prompt import PageRange
 from desktop.answering.service import Answerer, Endpoint, resolve_endpoint
 from desktop.config import Settings, data_dir
 from desktop.documents.model import Document
@@ -97,11 +97,13 @@ class Session:
         """Where questions go now (blocking)."""
         return resolve_endpoint(self.settings, self._managed)
 
-    def context_length(self) -> int:
-        """The server's context length (network call)."""
-        info = self.answerer().model()
-        assert info.max_model_len is not None
-        return info.max_model_len
+    def limits(self) -> ContextLimits:
+        """What the server accepts: context length and input limit (network call)."""
+        limits = self.answerer().limits()
+        # Count the whole-document overhead here, off the UI thread: the library's "Fits"
+        # column reads it there (and the first count may load the tokenizer, ~1 s).
+        prompt_overhead("", self.settings.thinking)
+        return limits
 
     def budget(
         self,
@@ -111,21 +113,21 @@ class Session:
         thinking: bool,
         history: Sequence[dict[str, str]] = (),
     ) -> BudgetView:
-        """The exact prompt size against the server's context (network + tokenizing).
+        """The exact prompt size against the server's limits (network + tokenizing).
 
         ``history``: a thread's earlier turns, part of the prompt after the document."""
-        context = self.context_length()
+        answerer = self.answerer()
+        limits = answerer.limits()
         selected = pages or PageRange(1, max(len(doc.pages), 1))
-        prompt = count_prompt_tokens(doc, selected, question or "?", thinking, history)
-        budget = plan_budget(prompt, context, self.settings.answer_reserve)
-        # Instructions and question are what the whole-document prompt has beyond the
-        # document; the same overhead applies to a range (prefix counts are cached).
-        full = PageRange(1, max(len(doc.pages), 1))
-        overhead = count_prompt_tokens(doc, full, question or "?", thinking, history) - doc.tokens
-        doc_tokens = max(0, min(prompt - overhead, prompt))
+        # The count the CLI's budget uses; an empty question counts as the library's.
+        _, prompt = answerer.prompt(doc, selected, question, thinking, list(history))
+        budget = plan_budget(prompt, limits, self.settings.answer_reserve)
         thread = 0
         if history:
-            thread = prompt - count_prompt_tokens(doc, selected, question or "?", thinking)
+            _, alone = answerer.prompt(doc, selected, question, thinking)
+            thread = prompt - alone
+        # Instructions and question add the same tokens to any range's document block.
+        doc_tokens = max(0, prompt - thread - prompt_overhead(question, thinking))
         return BudgetView(budget, doc_tokens, selected, len(doc.pages), thread)
 
     # --- prefill throughput, for the waiting estimate ----------------------------------

@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
 from pytestqt.qtbot import QtBot
 
+from desktop.answering.budget import ContextLimits
 from desktop.config import Settings, config_path, setting_sources
 from desktop.documents.model import Document
 from desktop.store.db import DocumentSummary
@@ -205,7 +206,7 @@ def test_a_large_library_changes_in_one_batch(qtbot: QtBot, window: MainWindow) 
     model.rowsInserted.connect(lambda _p, a, b: inserted.append((a, b)))
 
     # The context becomes known: one change for the whole "Fits" column.
-    library.set_context(262_144, 16_384)
+    library.set_context(ContextLimits(262_144), 16_384)
     assert changes == [(0, 1_999)]
     assert library.fits_text(f"{0:064x}") == "✓"
     assert (library.fits_text(f"{1_999:064x}") or "").startswith("✗ +")

@@ -67,6 +67,42 @@ _CONNECTION_ERRORS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedEr
 _ANCHOR_RE = re.compile(r"^\[Page ([^\]\n]+?)(?: \(#(\d+)\))?\]$", re.MULTILINE)
 _DOCUMENT_END_RE = re.compile(r"^</document>$", re.MULTILINE)
 
+# What a strict OpenAI-compatible server (``--strict``, like ``transformers serve``) accepts in
+# a chat request: OpenAI's own fields. Anything else (``rid``, ``separate_reasoning``,
+# ``chat_template_kwargs``) is answered with HTTP 422, as pydantic's ``extra="forbid"`` does.
+OPENAI_CHAT_FIELDS = frozenset(
+    [
+        "model",
+        "messages",
+        "stream",
+        "stream_options",
+        "max_tokens",
+        "max_completion_tokens",
+        "temperature",
+        "top_p",
+        "n",
+        "stop",
+        "presence_penalty",
+        "frequency_penalty",
+        "logit_bias",
+        "logprobs",
+        "top_logprobs",
+        "user",
+        "seed",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "response_format",
+        "reasoning_effort",
+        "metadata",
+        "store",
+        "service_tier",
+        "modalities",
+        "audio",
+        "prediction",
+    ]
+)
+
 
 # --------------------------------------------------------------------------------------------
 # Tokenizer: Qwen3.5's vocabulary through tiktoken, built once.
@@ -445,6 +481,8 @@ class Behaviour:
     """Prefill speed for uncached prompt tokens; None = instant."""
     ready: bool = True
     """False makes /health, /health_generate and /ready answer 503."""
+    tokenize_extra: int = 0
+    """Added to ``/v1/tokenize``'s count of chat messages: a template that renders more."""
     image_understanding: bool = True
     """What /model_info says; False also refuses chat requests with image parts (400)."""
     needle_horizon: float | None = None
@@ -471,6 +509,7 @@ class Behaviour:
         "answer_text",
         "prefill_tokens_per_s",
         "ready",
+        "tokenize_extra",
         "image_understanding",
         "needle_horizon",
         "stall_after",
@@ -652,6 +691,7 @@ class FakeSGLang:
         log_stream: TextIO | None = None,
         log_stages: bool = False,
         behaviour: Behaviour | None = None,
+        strict: bool = False,
         hybrid_cache: bool = False,
         chunked_prefill_size: int = 16384,
     ) -> None:
@@ -671,6 +711,8 @@ class FakeSGLang:
         self.log_stream = log_stream
         self.log_stages = log_stages
         self.behaviour = behaviour if behaviour is not None else Behaviour()
+        # Strict: unknown chat fields get 422 and /v1/models has no max_model_len.
+        self.strict = strict
         self.cache = PrefixCache(cache_granularity, hybrid=hybrid_cache, chunk=chunked_prefill_size)
         self.metrics = Metrics()
         self.requests: list[RecordedRequest] = []
@@ -1089,7 +1131,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _model_card(self) -> dict[str, Any]:
         fake = self.fake
-        return {
+        card = {
             "id": fake.model_name,
             "object": "model",
             "created": fake.created,
@@ -1098,6 +1140,26 @@ class _Handler(BaseHTTPRequestHandler):
             "parent": None,
             "max_model_len": fake.context_length,
         }
+        if fake.strict:
+            del card["max_model_len"]  # as transformers serve, llama.cpp, LM Studio
+        return card
+
+    def _reject_unknown_fields(self, body: dict[str, Any]) -> bool:
+        """Strict mode: answer 422 (FastAPI's shape) to fields OpenAI's API does not have."""
+        unknown = sorted(set(body) - OPENAI_CHAT_FIELDS)
+        if not self.fake.strict or not unknown:
+            return False
+        detail = [
+            {
+                "type": "extra_forbidden",
+                "loc": ["body", name],
+                "msg": "Extra inputs are not permitted",
+                "input": body[name],
+            }
+            for name in unknown
+        ]
+        self._json(422, {"detail": detail})
+        return True
 
     def _one_model(self, name: str) -> None:
         if name == self.fake.model_name:
@@ -1213,7 +1275,7 @@ class _Handler(BaseHTTPRequestHandler):
                 200,
                 {
                     "tokens": tokens,
-                    "count": len(tokens),
+                    "count": len(tokens) + self.fake.behaviour.tokenize_extra,
                     "max_model_len": TOKENIZER_MODEL_MAX_LENGTH,
                 },
             )
@@ -1288,6 +1350,8 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.fake
         if not isinstance(body, dict):
             self._error(400, "Request body must be a JSON object")
+            return
+        if self._reject_unknown_fields(body):
             return
         failure = fake.behaviour.consume_failure()
         if failure is not None:
@@ -1920,6 +1984,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prefill-tokens-per-s", type=float, default=None)
     p.add_argument("--answer-tokens", type=int, default=None)
     p.add_argument(
+        "--strict",
+        action="store_true",
+        help="reject unknown chat fields with 422 and omit max_model_len (transformers serve)",
+    )
+    p.add_argument(
         "--image-understanding",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -1997,6 +2066,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log_stream=sys.stdout,
         log_stages=args.log_stages,
         behaviour=behaviour,
+        strict=args.strict,
         hybrid_cache=args.hybrid_cache,
         chunked_prefill_size=args.chunked_prefill_size,
     )

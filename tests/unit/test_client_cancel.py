@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from desktop.answering.client import ChatClient
+from desktop.answering.client import SGLANG, ChatClient
 from desktop.answering.events import AnswerDelta, ReasoningDelta
 from desktop.errors import Cancelled
 from tests.conftest import API_KEY
@@ -48,7 +48,7 @@ def test_cancel_from_another_thread_ends_a_hung_stream_in_every_state(
 ) -> None:
     # The server hangs with the connection open and ignores /abort_request.
     sglang.behaviour.update(stall_after=stall_after, reasoning_tokens=40, answer_tokens=200)
-    client = ChatClient(sglang.url, API_KEY)
+    client = ChatClient(sglang.url, API_KEY, engine=SGLANG)  # aborts go by rid: SGLang only
     try:
         for _ in range(3):
             sent = chats(sglang)
@@ -92,7 +92,7 @@ def test_the_server_is_told_to_abort_when_the_reader_notices_the_stop_first(
     sglang: FakeSGLang,
 ) -> None:
     sglang.behaviour.update(token_delay_s=0.002, answer_tokens=2_000)
-    client = ChatClient(sglang.url, API_KEY)
+    client = ChatClient(sglang.url, API_KEY, engine=SGLANG)  # aborts go by rid: SGLang only
     try:
         for _ in range(10):
             cancel = threading.Event()

@@ -178,8 +178,9 @@ def test_connection_for_reads_state_and_key(tmp_path: Path) -> None:
             state="ready",
         ),
     )
+    # The managed profile's engine comes along: the client may send it SGLang's own fields.
     assert connection_for(tmp_path, ManagerConfig()) == Connection(
-        "http://127.0.0.1:30000", key, "Q"
+        "http://127.0.0.1:30000", key, "Q", "sglang"
     )
     assert Connection("http://h:1", "k", "m").v1_url == "http://h:1/v1"
     write_state(
@@ -202,6 +203,12 @@ def test_connection_for_external_profile_without_start(tmp_path: Path) -> None:
     )
     settings = Settings(profile="external")  # the app's settings fit ManagerSettings
     assert connection_for(tmp_path, settings) == Connection("http://gpu-box:30000", "shared", "Q")
+    # Its engine is unknown (found out from the server); a stated context comes along.
+    with (tmp_path / "profiles" / "external.toml").open("a") as fh:
+        fh.write("context_length = 32768\n")
+    assert connection_for(tmp_path, settings) == Connection(
+        "http://gpu-box:30000", "shared", "Q", context_length=32_768
+    )
 
 
 def test_a_key_an_engine_would_take_for_an_option_is_replaced(tmp_path: Path) -> None:

@@ -1,0 +1,54 @@
+"""What every client of an inference server shares: the API key header and the proxy rule.
+
+Imported by the app's core (``desktop``) and by ``server_manager``, which do not import each
+other; it imports neither (checked by import-linter) and needs only the standard library.
+
+Proxy rule: a loopback endpoint (``localhost``, ``127.0.0.0/8``, ``::1``) never goes through a
+proxy, whatever ``http_proxy``/``HTTPS_PROXY``/``ALL_PROXY`` say, so the Bearer key and the
+documents never leave the machine; any other endpoint follows the environment (the proxy
+variables and ``NO_PROXY``), as curl does.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import urllib.request
+from typing import Any
+from urllib.parse import urlsplit
+
+
+def auth_headers(api_key: str) -> dict[str, str]:
+    """The request headers that carry the key (none without one)."""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def is_loopback(url: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1); False if unparsable."""
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    host = host.lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+# A loopback server is reached directly: with http_proxy set, urllib would otherwise send the
+# request, Bearer key included, to the proxy.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def opener_for(url: str) -> urllib.request.OpenerDirector:
+    """The urllib opener for ``url``: never a proxy for loopback, the environment's otherwise."""
+    # build_opener() reads the proxy variables when called; urllib.request.urlopen would keep
+    # a process-wide opener made with whatever they were at its first call.
+    return _DIRECT if is_loopback(url) else urllib.request.build_opener()
+
+
+def urlopen(request: urllib.request.Request, timeout: float) -> Any:
+    """``urllib.request.urlopen`` with the proxy rule."""
+    return opener_for(request.full_url).open(request, timeout=timeout)
