@@ -216,7 +216,7 @@ def m001_documents_and_answers(db: Database) -> None:
 
 
 @MIGRATIONS()
-def m_threads_of_turns(db: Database) -> None:
+def m002_threads_of_turns(db: Database) -> None:
     """Conversation threads: ordered answers per document; answers keyed on their history."""
     db.table("threads").create(
         {
@@ -243,14 +243,14 @@ def m_threads_of_turns(db: Database) -> None:
 
 
 @MIGRATIONS()
-def m_page_token_counts(db: Database) -> None:
+def m003_page_token_counts(db: Database) -> None:
     """Per-page prompt token counts and the layout they were counted for (issue 9)."""
     db.table("pages").add_column("tokens", int)
     db.table("documents").add_column("layout_version", str)
 
 
 @MIGRATIONS()
-def m_endpoint_models(db: Database) -> None:
+def m004_endpoint_models(db: Database) -> None:
     """The model each endpoint served last: a cache hit then needs no server call."""
     db.table("endpoint_models").create(
         {"url": str, "model": str, "context_length": int, "updated_at": float}, pk="url"

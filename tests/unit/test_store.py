@@ -39,7 +39,9 @@ def test_wal_mode_and_migrations_recorded(tmp_path: Path) -> None:
     applied = [m.name for m in MIGRATIONS.applied(store.db)]
     assert applied[0] == "m001_documents_and_answers"
     assert applied == [m.name for m in MIGRATIONS._migrations]  # every one, in order
-    assert {"m_page_token_counts", "m_endpoint_models"} <= set(applied)
+    assert {"m002_threads_of_turns", "m003_page_token_counts", "m004_endpoint_models"} <= set(
+        applied
+    )
     store.close()
     # Opening again applies nothing twice.
     again = Store(tmp_path / "db.sqlite")
