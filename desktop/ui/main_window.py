@@ -110,6 +110,8 @@ class MainWindow(QMainWindow):
         self._context_task: tasks.Task[ContextLimits] | None = None
         self.server_panel: ServerPanel | None = None
         self.batch_window: BatchWindow | None = None
+        # Error dialogs about the server, runtime, GPUs or disk offer the checklist.
+        messages.offer_doctor(self.show_doctor)
         self._splitters_restored = False
 
         self.library = LibraryPanel(session.store)
@@ -645,6 +647,7 @@ class MainWindow(QMainWindow):
         if self.batch_window is not None:
             self.batch_window.shutdown()
         self._maybe_stop_server()
+        messages.offer_doctor(None)
         messages.bus().detach()
         with contextlib.suppress(RuntimeError, TypeError):  # already disconnected
             messages.bus().message_posted.disconnect(self._on_bus_message_posted)

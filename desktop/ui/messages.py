@@ -8,7 +8,7 @@ a dialog. The text is the core error's own sentence: no tracebacks, no re-wordin
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -17,7 +17,14 @@ from PySide6.QtWidgets import QMessageBox, QWidget
 
 from desktop.answering.format import page_span
 from desktop.documents.model import Page
-from desktop.errors import DocumentTooLarge, LongdocError, suggest_page_end
+from desktop.errors import (
+    DocumentTooLarge,
+    LongdocError,
+    ServerSetupError,
+    ServerUnavailable,
+    StorageError,
+    suggest_page_end,
+)
 from server_manager.errors import ServerManagerError
 
 # Expected failures: their own sentence is the message (the server manager's are its own
@@ -25,6 +32,17 @@ from server_manager.errors import ServerManagerError
 _EXPECTED = (LongdocError, ServerManagerError)
 
 log = logging.getLogger("longdoc.ui")
+
+# Failures the workstation checklist can explain (server, runtime, GPUs, disk, settings):
+# their dialog offers Help ▸ Check this workstation.
+_WORKSTATION = (ServerManagerError, ServerUnavailable, ServerSetupError, StorageError)
+_doctor_offer: Callable[[], object] | None = None
+
+
+def offer_doctor(show: Callable[[], object] | None) -> None:
+    """Register what "Check this workstation…" opens (the main window), or forget it."""
+    global _doctor_offer
+    _doctor_offer = show
 
 
 class Level(Enum):
@@ -144,4 +162,11 @@ def error(exc: BaseException | str, parent: QWidget | None = None, serious: bool
     if serious and parent is not None:
         box = QMessageBox(QMessageBox.Icon.Critical, "Longdoc", text, parent=parent)
         box.setTextFormat(Qt.TextFormat.PlainText)  # never interpret the text as HTML
+        box.setObjectName("errorBox")
+        box.addButton(QMessageBox.StandardButton.Close)
+        show = _doctor_offer
+        if show is not None and isinstance(exc, _WORKSTATION):
+            check = box.addButton("Check this workstation…", QMessageBox.ButtonRole.HelpRole)
+            check.setObjectName("checkWorkstationButton")
+            check.clicked.connect(lambda: show())
         box.open()

@@ -22,3 +22,28 @@ def test_help_menu_shows_the_checklist_with_the_server_ok(
     texts = [dialog.tree.topLevelItem(i).text(1) for i in range(dialog.tree.topLevelItemCount())]
     assert "Server" in texts and "Data directory" in texts
     assert dialog.again_button.isEnabled()
+
+
+def test_a_server_failure_dialog_offers_the_checklist(window: MainWindow, qtbot: object) -> None:
+    from PySide6.QtWidgets import QMessageBox, QPushButton
+
+    from desktop.ui import messages
+    from server_manager.errors import ModelDirMissing
+
+    messages.error(ModelDirMissing("The model directory /srv/m does not exist."), window, True)
+    box = window.findChild(QMessageBox, "errorBox")
+    assert box is not None and "/srv/m" in box.text()
+    button = box.findChild(QPushButton, "checkWorkstationButton")
+    assert button is not None
+    button.click()
+    qtbot.waitUntil(  # type: ignore[attr-defined]
+        lambda: any(type(w).__name__ == "DoctorDialog" for w in window.children()), timeout=5_000
+    )
+    # A document problem is not the workstation's: no offer there.
+    from desktop.errors import DocumentEncrypted
+
+    box.close()
+    box.deleteLater()
+    messages.error(DocumentEncrypted("a.pdf", "the PDF is encrypted"), window, True)
+    boxes = [b for b in window.findChildren(QMessageBox, "errorBox") if b.isVisible()]
+    assert boxes and all(b.findChild(QPushButton, "checkWorkstationButton") is None for b in boxes)
