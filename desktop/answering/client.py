@@ -255,8 +255,9 @@ class ChatClient:
         """Ask SGLang to drop a request now (closing the stream alone takes ~2-4 s)."""
         if self.engine != SGLANG:
             return  # the request carried no rid: closing the stream is all there is
-        # Already gone is fine: closing the stream aborts it anyway.
-        with contextlib.suppress(httpx2.HTTPError, OSError):
+        # Already gone is fine: closing the stream aborts it anyway. RuntimeError: the
+        # client was closed meanwhile (the app quitting); its closed socket aborts too.
+        with contextlib.suppress(httpx2.HTTPError, OSError, RuntimeError):
             self._http.post(
                 self.url.removesuffix("/v1") + "/abort_request",
                 json={"rid": rid},
