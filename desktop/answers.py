@@ -38,6 +38,7 @@ class QuoteStatus(Enum):
     OTHER_PAGE = "other_page"
     NOT_FOUND = "not_found"
     UNQUOTED = "unquoted"
+    OTHER_DOCUMENT = "other_document"  # a set's answer: the quote is in another document
 
 
 @dataclass(frozen=True)
@@ -60,10 +61,15 @@ class CitationCheck:
     quote: str | None
     status: QuoteStatus
     found_on: tuple[int, ...] | None
+    # In a set's answer: the letter of the document the citation names (or the quote was
+    # found in, for a quote without one), and every document the quote is in, with pages.
+    document: str | None = None
+    found_in: tuple[tuple[str, tuple[int, ...]], ...] | None = None
+    in_set: bool = False  # checked against a set: the JSON carries document and found_in
 
     def to_stored(self) -> dict[str, Any]:
         """The form kept in the answer's ``extra`` JSON (spans, then what was found)."""
-        return {
+        data: dict[str, Any] = {
             "start": self.start,
             "end": self.end,
             "cite_start": self.cite_start,
@@ -76,11 +82,22 @@ class CitationCheck:
             "status": self.status.value,
             "found_on": list(self.found_on) if self.found_on is not None else None,
         }
+        if self.in_set:
+            data["document"] = self.document
+            data["found_in"] = self.found_in_json()
+        return data
+
+    def found_in_json(self) -> list[dict[str, Any]] | None:
+        """``found_in`` as JSON: ``[{"document", "pages"}]`` (None when not found)."""
+        if self.found_in is None:
+            return None
+        return [{"document": d, "pages": list(p)} for d, p in self.found_in]
 
     @classmethod
     def from_stored(cls, data: dict[str, Any]) -> CitationCheck:
         """Read back what ``to_stored`` wrote."""
         found = data.get("found_on")
+        found_in = data.get("found_in")
         return cls(
             start=int(data["start"]),
             end=int(data["end"]),
@@ -93,6 +110,15 @@ class CitationCheck:
             quote=data.get("quote"),
             status=QuoteStatus(data["status"]),
             found_on=tuple(int(n) for n in found) if found is not None else None,
+            document=data.get("document"),
+            in_set="document" in data,
+            found_in=(
+                None
+                if found_in is None
+                else tuple(
+                    (str(f["document"]), tuple(int(n) for n in f["pages"])) for f in found_in
+                )
+            ),
         )
 
 

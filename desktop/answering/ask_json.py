@@ -7,8 +7,8 @@ documents the schema (*Command line*); change both together.
 Extension points: fields that only some answers have are emitted only when present, so a
 single-document answer's JSON stays as it was. A set of documents passes ``documents``
 (each from :func:`document_json`); a document's ``warnings`` and ``unread_pages`` are
-``document_json``'s optional arguments; a citation's ``document`` and ``found_in`` (which
-document of a set) go in :func:`citation_json` once :class:`CitationCheck` carries them.
+``document_json``'s optional arguments; a set's citations carry ``document`` and
+``found_in`` (:func:`citation_json`).
 """
 
 from __future__ import annotations
@@ -44,14 +44,20 @@ def document_json(
 
 
 def citation_json(check: CitationCheck) -> dict[str, Any]:
-    """One checked citation: ``{"pages", "label", "quote", "status", "found_on"}``."""
-    return {
+    """One checked citation: ``{"pages", "label", "quote", "status", "found_on"}``, and in
+    a set's answer ``"document"`` (its letter) and ``"found_in"``
+    (``[{"document", "pages"}]``, every document the quote is in)."""
+    data: dict[str, Any] = {
         "pages": list(check.pages),
         "label": check.label,
         "quote": check.quote,
         "status": check.status.value,
         "found_on": list(check.found_on) if check.found_on is not None else None,
     }
+    if check.in_set:
+        data["document"] = check.document
+        data["found_in"] = check.found_in_json()
+    return data
 
 
 def citations_json(checks: Sequence[CitationCheck]) -> list[dict[str, Any]]:

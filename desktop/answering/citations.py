@@ -5,7 +5,9 @@ the answer view and the document view share. The model cites printed labels (see
 prompt): ``[p. 12]``, ``[p 12]``, ``[P. 12]``, ``[page 12]``, ``[pp. 3-5]``, ``[pp. 3, 7]``,
 ``[p. iv]``, ``[p. A-2]`` (an annex page, not "page A"), ``[p. 1 (#5)]`` (repeated labels),
 and bare anchors: a transcript's moment ``[00:41:12]``, a Word paragraph ``[§ 4.2 ¶ 3]``.
-Labels resolve case-insensitively.
+Labels resolve case-insensitively. In an answer about a set of documents each citation
+starts with the document's letter: ``[A p. 12]``, ``[B pp. 3-5]``, ``[B § 4.2 ¶ 3]``,
+``[C 00:41:12]``; the same grammar reads both forms.
 
 A quoted passage (``"..."`` right before a citation) is looked up in the document: verified
 on a cited page, found on another page, or not found. Matching forgives what extraction
@@ -22,7 +24,8 @@ import unicodedata
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from desktop.answering.pages import AnchorResolver, LabelIndex
 from desktop.documents.anchors import anchor_resolver
@@ -41,13 +44,20 @@ __all__ = [  # CitationCheck and QuoteStatus live with the answer model (desktop
     "as_quote_checks",
     "check_answer",
     "check_citations",
+    "check_set_answer",
+    "check_set_citations",
     "current_checks",
     "find_citations",
     "index_for",
     "normalize",
     "normalize_words",
+    "set_answer_checks",
+    "set_indexes",
 ]
 from desktop.answers import CheckedCitations, CitationCheck, QuoteStatus, StoredAnswer
+
+if TYPE_CHECKING:
+    from desktop.answering.sets import DocumentSet
 
 # One label: no spaces or brackets, optionally "(#n)" for a repeated label.
 _LABEL = r"[^\s\[\](),;]{1,24}(?:\s*\(#\d{1,6}\))?"
@@ -59,8 +69,12 @@ _ANCHOR = (
     r"\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d{1,3})?"
     r"|§\s*[\w.-]{1,20}(?:\s*,?\s*¶\s*\d{1,6})?|¶\s*\d{1,6}"
 )
-CITATION_PATTERN = rf"\[(?:(?i:pages?|pp?)(?:\.\s*|\s+){_BODY}|{_ANCHOR})\]"
+_UNLETTERED = rf"(?:(?i:pages?|pp?)(?:\.\s*|\s+){_BODY}|{_ANCHOR})"
+# A document's letter (a set's citations): "[B p. 4]", "[C 00:41:12]", also "[B, p. 4]".
+_LETTER = r"[A-Z](?:\s+|,\s*)"
+CITATION_PATTERN = rf"\[(?:{_LETTER})?{_UNLETTERED}\]"
 _CITATION = re.compile(CITATION_PATTERN)
+_LETTERED = re.compile(rf"\[(?P<letter>[A-Z])(?:\s+|,\s*)(?={_UNLETTERED}\]$)")
 _PREFIX = re.compile(r"\[(?:pages?|pp?)(?:\.\s*|\s+)", re.IGNORECASE)
 _LIST_SEPARATOR = re.compile(r"\s*(?:,|;|&|\band\b)\s*")
 _QUOTE = re.compile(r"[\"“„«](?P<text>[^\"“”„«»\n]{1,600})[\"”“»]")
@@ -89,6 +103,7 @@ class CitationRef:
     text: str
     label: str
     parts: tuple[CitationPart, ...]
+    document: str | None = None  # the letter of the document cited, in a set's answer
 
 
 def find_citations(text: str) -> list[CitationRef]:
@@ -96,8 +111,12 @@ def find_citations(text: str) -> list[CitationRef]:
     refs = []
     for match in _CITATION.finditer(text):
         whole = match.group(0)
-        prefix = _PREFIX.match(whole)
-        offset = prefix.end() if prefix else 1
+        lettered = _LETTERED.match(whole)
+        # A set's letter is skipped: the rest reads as an unlettered citation.
+        skip = lettered.end() - 1 if lettered else 0
+        inner = "[" + whole[skip + 1 :]
+        prefix = _PREFIX.match(inner)
+        offset = (prefix.end() if prefix else 1) + skip
         body_start = match.start() + offset
         body = whole[offset:-1]
         bounds = [0]
@@ -112,7 +131,10 @@ def find_citations(text: str) -> list[CitationRef]:
             b -= len(piece) - len(piece.rstrip())
             if b > a:
                 parts.append(CitationPart(body_start + a, body_start + b, body[a:b]))
-        refs.append(CitationRef(match.start(), match.end(), whole, body.strip(), tuple(parts)))
+        letter = lettered["letter"] if lettered else None
+        refs.append(
+            CitationRef(match.start(), match.end(), whole, body.strip(), tuple(parts), letter)
+        )
     return refs
 
 
@@ -302,6 +324,16 @@ def check_citations(answer: str, index: PageIndex, question: str = "") -> list[C
     right before a citation is checked against the cited pages; a quote without one is
     verified if it is anywhere in the document.
     """
+    checks = [
+        _check(index, quote, ref, index.pages_for(ref) if ref is not None else ())
+        for quote, ref in _pair(answer, question)
+    ]
+    checks.sort(key=lambda c: c.start)
+    return checks
+
+
+def _pair(answer: str, question: str) -> list[tuple[re.Match[str] | None, CitationRef | None]]:
+    """Each citation with the quote right before it (if any), then the quotes left over."""
     asked = b" " + normalize(question) + b" " if question.strip() else b""
     quotes = []
     for match in _QUOTE.finditer(answer):
@@ -311,11 +343,10 @@ def check_citations(answer: str, index: PageIndex, question: str = "") -> list[C
         if asked and b" " + words + b" " in asked:
             continue
         quotes.append(match)
-    checks: list[CitationCheck] = []
+    pairs: list[tuple[re.Match[str] | None, CitationRef | None]] = []
     used: set[int] = set()
     ending = {q.end(): q for q in quotes}
     for ref in find_citations(answer):
-        pages = index.pages_for(ref)
         quote = next(
             (
                 ending[end]
@@ -326,10 +357,77 @@ def check_citations(answer: str, index: PageIndex, question: str = "") -> list[C
         )
         if quote is not None:
             used.add(quote.start())
-        checks.append(_check(index, quote, ref, pages))
-    checks.extend(_check(index, q, None, ()) for q in quotes if q.start() not in used)
+        pairs.append((quote, ref))
+    pairs.extend((q, None) for q in quotes if q.start() not in used)
+    return pairs
+
+
+def check_set_citations(
+    answer: str, indexes: dict[str, PageIndex], question: str = ""
+) -> list[CitationCheck]:
+    """A set's answer checked: each quote against the pages of the document it cites.
+
+    ``indexes`` maps each document's letter to its index, in set order. A quote found in
+    another document of the set than the one cited is ``other_document`` (``found_in``
+    says where); a citation without a letter counts only where its pages hold the quote;
+    a quote without a citation is verified if it is in any document.
+    """
+    checks = []
+    for quote, ref in _pair(answer, question):
+        found_in = tuple(
+            (letter, found)
+            for letter, index in indexes.items()
+            if quote is not None and (found := index.find(quote["text"]))
+        )
+        letter = ref.document if ref is not None else None
+        if ref is not None and letter is None:
+            letter = _unlettered_document(ref, quote, indexes, found_in)
+        index = indexes.get(letter) if letter is not None else None
+        pages = index.pages_for(ref) if index is not None and ref is not None else ()
+        found = index.find(quote["text"]) if index is not None and quote is not None else ()
+        status = _status(quote, ref, found, pages)
+        if quote is not None and found_in and not found:
+            if ref is None:
+                status, letter, found = QuoteStatus.VERIFIED, found_in[0][0], found_in[0][1]
+            else:
+                status = QuoteStatus.OTHER_DOCUMENT
+        entry = _entry(quote, ref, pages, status, found)
+        checks.append(replace(entry, document=letter, found_in=found_in or None, in_set=True))
     checks.sort(key=lambda c: c.start)
     return checks
+
+
+def _unlettered_document(
+    ref: CitationRef,
+    quote: re.Match[str] | None,
+    indexes: dict[str, PageIndex],
+    found_in: tuple[tuple[str, tuple[int, ...]], ...],
+) -> str | None:
+    """The document a citation without a letter can only mean, if any: the one whose cited
+    pages hold the quote, or (unquoted) the only one where its label names a page."""
+    if quote is not None:
+        for letter, found in found_in:
+            if set(found) & set(indexes[letter].pages_for(ref)):
+                return letter
+        return None
+    named = [letter for letter, index in indexes.items() if index.pages_for(ref)]
+    return named[0] if len(named) == 1 else None
+
+
+def _status(
+    quote: re.Match[str] | None,
+    ref: CitationRef | None,
+    found: tuple[int, ...],
+    pages: tuple[int, ...],
+) -> QuoteStatus:
+    """What a quote's pages and the cited pages say."""
+    if quote is None:
+        return QuoteStatus.UNQUOTED
+    if not found:
+        return QuoteStatus.NOT_FOUND
+    if ref is None or set(found) & set(pages):
+        return QuoteStatus.VERIFIED  # a quote without a citation only has to exist
+    return QuoteStatus.OTHER_PAGE
 
 
 def _check(
@@ -337,14 +435,16 @@ def _check(
 ) -> CitationCheck:
     """One entry: a citation with or without its quote, or a quote without a citation."""
     found = index.find(quote["text"]) if quote is not None else ()
-    if quote is None:
-        status = QuoteStatus.UNQUOTED
-    elif not found:
-        status = QuoteStatus.NOT_FOUND
-    elif ref is None or set(found) & set(pages):
-        status = QuoteStatus.VERIFIED  # a quote without a citation only has to exist
-    else:
-        status = QuoteStatus.OTHER_PAGE
+    return _entry(quote, ref, pages, _status(quote, ref, found, pages), found)
+
+
+def _entry(
+    quote: re.Match[str] | None,
+    ref: CitationRef | None,
+    pages: tuple[int, ...],
+    status: QuoteStatus,
+    found: tuple[int, ...],
+) -> CitationCheck:
     start = quote.start() if quote is not None else (ref.start if ref else 0)
     return CitationCheck(
         start=start,
@@ -416,3 +516,24 @@ def current_checks(answer: StoredAnswer, doc: Document) -> CheckedCitations:
 def answer_checks(answer: StoredAnswer, doc: Document) -> list[CitationCheck]:
     """``current_checks`` as a list."""
     return list(current_checks(answer, doc).items)
+
+
+def set_indexes(docset: DocumentSet) -> dict[str, PageIndex]:
+    """Each document's index over its asked pages, by letter, in set order."""
+    return {m.letter: index_for(m.document, m.pages.first, m.pages.last) for m in docset.members}
+
+
+def check_set_answer(text: str, docset: DocumentSet, question: str = "") -> CheckedCitations:
+    """A set's answer's citations checked against each document's asked pages."""
+    return CheckedCitations(
+        CHECK_VERSION, tuple(check_set_citations(text, set_indexes(docset), question))
+    )
+
+
+def set_answer_checks(answer: StoredAnswer, docset: DocumentSet) -> list[CitationCheck]:
+    """A set's answer's checked citations: as stored with it, else checked now (writing
+    nothing: ``Answerer.ask`` stores them)."""
+    saved = answer.citations
+    if saved is not None and saved.version == CHECK_VERSION:
+        return list(saved.items)
+    return list(check_set_answer(answer.answer, docset, answer.question).items)
