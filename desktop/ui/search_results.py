@@ -196,22 +196,21 @@ class SearchResults(QWidget):
             where = f"Answer ({day}): {html.escape(hit.question or '')}"
         return f"<i>{where}</i><br>{snippet_html(hit.snippet)}"
 
-    def hits(self) -> list[Hit]:
-        """The hits listed, top to bottom (tests)."""
-        found = []
+    def _hit_items(self) -> list[QTreeWidgetItem]:
+        items = []
         for i in range(self.tree.topLevelItemCount()):
             parent = self.tree.topLevelItem(i)
-            found += [parent.child(j).data(0, HIT_ROLE) for j in range(parent.childCount())]
-        return found
+            if parent is not None:
+                items += [c for j in range(parent.childCount()) if (c := parent.child(j))]
+        return items
+
+    def hits(self) -> list[Hit]:
+        """The hits listed, top to bottom (tests)."""
+        return [item.data(0, HIT_ROLE) for item in self._hit_items()]
 
     def item_for(self, hit: Hit) -> QTreeWidgetItem | None:
         """The row of a hit (tests)."""
-        for i in range(self.tree.topLevelItemCount()):
-            parent = self.tree.topLevelItem(i)
-            for j in range(parent.childCount()):
-                if parent.child(j).data(0, HIT_ROLE) == hit:
-                    return parent.child(j)
-        return None
+        return next((i for i in self._hit_items() if i.data(0, HIT_ROLE) == hit), None)
 
     @Slot(QTreeWidgetItem, int)
     def _on_tree_item_clicked(self, item: QTreeWidgetItem, _column: int) -> None:
