@@ -232,7 +232,12 @@ class Settings:
         maximum=MAX_PREFILL_RATE,
         unit="tokens/s",
     )
-    profile: str = setting("sglang-rocm", "Server profile", "the server profile to start")
+    profile: str = setting(
+        "sglang-rocm",
+        "Server profile",
+        "server profile: a bundled one, or one of yours in <data dir>/profiles",
+        flag="NAME",
+    )
     container_runtime: str = setting(
         "",
         "Container runtime",
@@ -246,8 +251,8 @@ class Settings:
     context_length: int = setting(
         0,
         "Context length",
-        "the server's context length in tokens, for servers that do not report it "
-        "(when both exist the smaller wins)",
+        "the server's context length in tokens, for servers that do not report it; "
+        "when both exist the smaller wins",
         env="LONGDOC_CONTEXT_LENGTH",
         minimum=1,
         maximum=MAX_TOKENS,
