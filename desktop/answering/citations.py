@@ -5,7 +5,9 @@ the answer view and the document view share. The model cites printed labels (see
 prompt): ``[p. 12]``, ``[p 12]``, ``[P. 12]``, ``[page 12]``, ``[pp. 3-5]``, ``[pp. 3, 7]``,
 ``[p. iv]``, ``[p. A-2]`` (an annex page, not "page A"), ``[p. 1 (#5)]`` (repeated labels),
 and bare anchors: a transcript's moment ``[00:41:12]``, a Word paragraph ``[§ 4.2 ¶ 3]``.
-Labels resolve case-insensitively.
+Labels resolve case-insensitively. In an answer about a set of documents each citation
+starts with the document's letter: ``[A p. 12]``, ``[B pp. 3-5]``, ``[B § 4.2 ¶ 3]``,
+``[C 00:41:12]``; the same grammar reads both forms.
 
 A quoted passage (``"..."`` right before a citation) is looked up in the document: verified
 on a cited page, found on another page, or not found. Matching forgives what extraction
@@ -22,14 +24,17 @@ import unicodedata
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from desktop.answering.pages import AnchorResolver, LabelIndex
 from desktop.documents.anchors import anchor_resolver
 from desktop.documents.model import Document, Page
 from desktop.store.db import Store, StoredAnswer
+
+if TYPE_CHECKING:
+    from desktop.answering.sets import DocumentSet
 
 # One label: no spaces or brackets, optionally "(#n)" for a repeated label.
 _LABEL = r"[^\s\[\](),;]{1,24}(?:\s*\(#\d{1,6}\))?"
@@ -41,8 +46,12 @@ _ANCHOR = (
     r"\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d{1,3})?"
     r"|§\s*[\w.-]{1,20}(?:\s*,?\s*¶\s*\d{1,6})?|¶\s*\d{1,6}"
 )
-CITATION_PATTERN = rf"\[(?:(?i:pages?|pp?)(?:\.\s*|\s+){_BODY}|{_ANCHOR})\]"
+_UNLETTERED = rf"(?:(?i:pages?|pp?)(?:\.\s*|\s+){_BODY}|{_ANCHOR})"
+# A document's letter (a set's citations): "[B p. 4]", "[C 00:41:12]", also "[B, p. 4]".
+_LETTER = r"[A-Z](?:\s+|,\s*)"
+CITATION_PATTERN = rf"\[(?:{_LETTER})?{_UNLETTERED}\]"
 _CITATION = re.compile(CITATION_PATTERN)
+_LETTERED = re.compile(rf"\[(?P<letter>[A-Z])(?:\s+|,\s*)(?={_UNLETTERED}\]$)")
 _PREFIX = re.compile(r"\[(?:pages?|pp?)(?:\.\s*|\s+)", re.IGNORECASE)
 _LIST_SEPARATOR = re.compile(r"\s*(?:,|;|&|\band\b)\s*")
 _QUOTE = re.compile(r"[\"“„«](?P<text>[^\"“”„«»\n]{1,600})[\"”“»]")
@@ -71,6 +80,7 @@ class CitationRef:
     text: str
     label: str
     parts: tuple[CitationPart, ...]
+    document: str | None = None  # the letter of the document cited, in a set's answer
 
 
 def find_citations(text: str) -> list[CitationRef]:
@@ -78,8 +88,12 @@ def find_citations(text: str) -> list[CitationRef]:
     refs = []
     for match in _CITATION.finditer(text):
         whole = match.group(0)
-        prefix = _PREFIX.match(whole)
-        offset = prefix.end() if prefix else 1
+        lettered = _LETTERED.match(whole)
+        # A set's letter is skipped: the rest reads as an unlettered citation.
+        skip = lettered.end() - 1 if lettered else 0
+        inner = "[" + whole[skip + 1 :]
+        prefix = _PREFIX.match(inner)
+        offset = (prefix.end() if prefix else 1) + skip
         body_start = match.start() + offset
         body = whole[offset:-1]
         bounds = [0]
@@ -94,7 +108,10 @@ def find_citations(text: str) -> list[CitationRef]:
             b -= len(piece) - len(piece.rstrip())
             if b > a:
                 parts.append(CitationPart(body_start + a, body_start + b, body[a:b]))
-        refs.append(CitationRef(match.start(), match.end(), whole, body.strip(), tuple(parts)))
+        letter = lettered["letter"] if lettered else None
+        refs.append(
+            CitationRef(match.start(), match.end(), whole, body.strip(), tuple(parts), letter)
+        )
     return refs
 
 
@@ -105,6 +122,7 @@ class QuoteStatus(Enum):
     OTHER_PAGE = "other_page"
     NOT_FOUND = "not_found"
     UNQUOTED = "unquoted"
+    OTHER_DOCUMENT = "other_document"  # a set's answer: the quote is in another document
 
 
 # Punctuation outside ASCII that extraction and models swap freely: word separators.
@@ -171,16 +189,29 @@ class CitationCheck:
     quote: str | None
     status: QuoteStatus
     found_on: tuple[int, ...] | None
+    # In a set's answer: the letter of the document the citation names (or the quote was
+    # found in, for a quote without one), and every document the quote is in, with pages.
+    document: str | None = None
+    found_in: tuple[tuple[str, tuple[int, ...]], ...] | None = None
+    in_set: bool = False  # checked against a set: the JSON carries document and found_in
 
     def to_json(self) -> dict[str, Any]:
-        """The ``ask --json`` form."""
-        return {
+        """The ``ask --json`` form (a set's adds ``document`` and ``found_in``)."""
+        data: dict[str, Any] = {
             "pages": list(self.pages),
             "label": self.label,
             "quote": self.quote,
             "status": self.status.value,
             "found_on": list(self.found_on) if self.found_on is not None else None,
         }
+        if self.in_set:
+            data["document"] = self.document
+            data["found_in"] = (
+                None
+                if self.found_in is None
+                else [{"document": d, "pages": list(p)} for d, p in self.found_in]
+            )
+        return data
 
     def to_stored(self) -> dict[str, Any]:
         """The JSON form plus the spans in the answer, as stored with it."""
@@ -198,6 +229,7 @@ class CitationCheck:
     def from_stored(cls, data: dict[str, Any]) -> CitationCheck:
         """Read back what ``to_stored`` wrote."""
         found = data.get("found_on")
+        found_in = data.get("found_in")
         return cls(
             start=int(data["start"]),
             end=int(data["end"]),
@@ -210,6 +242,15 @@ class CitationCheck:
             quote=data.get("quote"),
             status=QuoteStatus(data["status"]),
             found_on=tuple(int(n) for n in found) if found is not None else None,
+            document=data.get("document"),
+            in_set="document" in data,
+            found_in=(
+                None
+                if found_in is None
+                else tuple(
+                    (str(f["document"]), tuple(int(n) for n in f["pages"])) for f in found_in
+                )
+            ),
         )
 
 
@@ -355,6 +396,16 @@ def check_citations(answer: str, index: PageIndex, question: str = "") -> list[C
     right before a citation is checked against the cited pages; a quote without one is
     verified if it is anywhere in the document.
     """
+    checks = [
+        _check(index, quote, ref, index.pages_for(ref) if ref is not None else ())
+        for quote, ref in _pair(answer, question)
+    ]
+    checks.sort(key=lambda c: c.start)
+    return checks
+
+
+def _pair(answer: str, question: str) -> list[tuple[re.Match[str] | None, CitationRef | None]]:
+    """Each citation with the quote right before it (if any), then the quotes left over."""
     asked = b" " + normalize(question) + b" " if question.strip() else b""
     quotes = []
     for match in _QUOTE.finditer(answer):
@@ -364,11 +415,10 @@ def check_citations(answer: str, index: PageIndex, question: str = "") -> list[C
         if asked and b" " + words + b" " in asked:
             continue
         quotes.append(match)
-    checks: list[CitationCheck] = []
+    pairs: list[tuple[re.Match[str] | None, CitationRef | None]] = []
     used: set[int] = set()
     ending = {q.end(): q for q in quotes}
     for ref in find_citations(answer):
-        pages = index.pages_for(ref)
         quote = next(
             (
                 ending[end]
@@ -379,10 +429,77 @@ def check_citations(answer: str, index: PageIndex, question: str = "") -> list[C
         )
         if quote is not None:
             used.add(quote.start())
-        checks.append(_check(index, quote, ref, pages))
-    checks.extend(_check(index, q, None, ()) for q in quotes if q.start() not in used)
+        pairs.append((quote, ref))
+    pairs.extend((q, None) for q in quotes if q.start() not in used)
+    return pairs
+
+
+def check_set_citations(
+    answer: str, indexes: dict[str, PageIndex], question: str = ""
+) -> list[CitationCheck]:
+    """A set's answer checked: each quote against the pages of the document it cites.
+
+    ``indexes`` maps each document's letter to its index, in set order. A quote found in
+    another document of the set than the one cited is ``other_document`` (``found_in``
+    says where); a citation without a letter counts only where its pages hold the quote;
+    a quote without a citation is verified if it is in any document.
+    """
+    checks = []
+    for quote, ref in _pair(answer, question):
+        found_in = tuple(
+            (letter, found)
+            for letter, index in indexes.items()
+            if quote is not None and (found := index.find(quote["text"]))
+        )
+        letter = ref.document if ref is not None else None
+        if ref is not None and letter is None:
+            letter = _unlettered_document(ref, quote, indexes, found_in)
+        index = indexes.get(letter) if letter is not None else None
+        pages = index.pages_for(ref) if index is not None and ref is not None else ()
+        found = index.find(quote["text"]) if index is not None and quote is not None else ()
+        status = _status(quote, ref, found, pages)
+        if quote is not None and found_in and not found:
+            if ref is None:
+                status, letter, found = QuoteStatus.VERIFIED, found_in[0][0], found_in[0][1]
+            else:
+                status = QuoteStatus.OTHER_DOCUMENT
+        entry = _entry(quote, ref, pages, status, found)
+        checks.append(replace(entry, document=letter, found_in=found_in or None, in_set=True))
     checks.sort(key=lambda c: c.start)
     return checks
+
+
+def _unlettered_document(
+    ref: CitationRef,
+    quote: re.Match[str] | None,
+    indexes: dict[str, PageIndex],
+    found_in: tuple[tuple[str, tuple[int, ...]], ...],
+) -> str | None:
+    """The document a citation without a letter can only mean, if any: the one whose cited
+    pages hold the quote, or (unquoted) the only one where its label names a page."""
+    if quote is not None:
+        for letter, found in found_in:
+            if set(found) & set(indexes[letter].pages_for(ref)):
+                return letter
+        return None
+    named = [letter for letter, index in indexes.items() if index.pages_for(ref)]
+    return named[0] if len(named) == 1 else None
+
+
+def _status(
+    quote: re.Match[str] | None,
+    ref: CitationRef | None,
+    found: tuple[int, ...],
+    pages: tuple[int, ...],
+) -> QuoteStatus:
+    """What a quote's pages and the cited pages say."""
+    if quote is None:
+        return QuoteStatus.UNQUOTED
+    if not found:
+        return QuoteStatus.NOT_FOUND
+    if ref is None or set(found) & set(pages):
+        return QuoteStatus.VERIFIED  # a quote without a citation only has to exist
+    return QuoteStatus.OTHER_PAGE
 
 
 def _check(
@@ -390,14 +507,16 @@ def _check(
 ) -> CitationCheck:
     """One entry: a citation with or without its quote, or a quote without a citation."""
     found = index.find(quote["text"]) if quote is not None else ()
-    if quote is None:
-        status = QuoteStatus.UNQUOTED
-    elif not found:
-        status = QuoteStatus.NOT_FOUND
-    elif ref is None or set(found) & set(pages):
-        status = QuoteStatus.VERIFIED  # a quote without a citation only has to exist
-    else:
-        status = QuoteStatus.OTHER_PAGE
+    return _entry(quote, ref, pages, _status(quote, ref, found, pages), found)
+
+
+def _entry(
+    quote: re.Match[str] | None,
+    ref: CitationRef | None,
+    pages: tuple[int, ...],
+    status: QuoteStatus,
+    found: tuple[int, ...],
+) -> CitationCheck:
     start = quote.start() if quote is not None else (ref.start if ref else 0)
     return CitationCheck(
         start=start,
@@ -462,6 +581,29 @@ def answer_checks(store: Store, answer: StoredAnswer, doc: Document) -> list[Cit
             pass  # written by something else: check again
     index = index_for(doc, answer.first_page, answer.last_page)
     checks = check_citations(answer.answer, index, answer.question)
+    if answer.complete:
+        stored = {"version": CHECK_VERSION, "items": [c.to_stored() for c in checks]}
+        store.update_answer_extra(answer.id, {"citations": stored})
+        answer.extra["citations"] = stored
+    return checks
+
+
+def set_indexes(docset: DocumentSet) -> dict[str, PageIndex]:
+    """Each document's index over its asked pages, by letter, in set order."""
+    return {m.letter: index_for(m.document, m.pages.first, m.pages.last) for m in docset.members}
+
+
+def set_answer_checks(
+    store: Store, answer: StoredAnswer, docset: DocumentSet
+) -> list[CitationCheck]:
+    """A set's answer's checked citations: as stored with it, else checked now and stored."""
+    saved = answer.extra.get("citations")
+    if isinstance(saved, dict) and saved.get("version") == CHECK_VERSION:
+        try:
+            return [CitationCheck.from_stored(item) for item in saved["items"]]
+        except (KeyError, TypeError, ValueError):
+            pass  # written by something else: check again
+    checks = check_set_citations(answer.answer, set_indexes(docset), answer.question)
     if answer.complete:
         stored = {"version": CHECK_VERSION, "items": [c.to_stored() for c in checks]}
         store.update_answer_extra(answer.id, {"citations": stored})

@@ -669,10 +669,16 @@ def _answer(row: dict[str, Any]) -> StoredAnswer:
 # --- a damaged database ----------------------------------------------------------------
 
 
+def sqlite_uri(path: Path, mode: str = "ro") -> str:
+    """The ``file:`` URI of ``path``, percent-encoded: a ``%41``, ``#`` or ``?`` in a folder
+    name would otherwise be read as an escape, a fragment or the query."""
+    return f"{Path(path).absolute().as_uri()}?mode={mode}"
+
+
 def damage(path: Path) -> str | None:
     """What SQLite finds wrong with the database at ``path``, or None when it is sound."""
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+        conn = sqlite3.connect(sqlite_uri(path), uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
     except sqlite3.Error as exc:
         return str(exc)
     try:

@@ -44,6 +44,7 @@ from desktop.errors import (
     ServerUnavailable,
     ThreadTooLong,
 )
+from desktop.reports import write_report
 from desktop.store.db import StoredAnswer
 from desktop.ui import messages, quote_marks, tasks
 from desktop.ui.answer_view import AnswerView
@@ -984,9 +985,9 @@ class AskPanel(QWidget):
         if not path:
             return
         try:
-            Path(path).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            messages.error(f"Could not save {path}: {exc.strerror or exc}", self, serious=True)
+            write_report(Path(path), text)
+        except LongdocError as exc:
+            messages.error(f"Could not save the export: {exc}", self, serious=True)
             return
         messages.info(f"Saved {path}.")
 

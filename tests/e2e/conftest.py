@@ -2,7 +2,7 @@
 
 The image is a near-empty rootfs (``podman import``) whose entry point is the host's Python,
 bind-mounted read-only with the project and its virtualenv, running the project's own
-SGLang-compatible server (``tests/support/sglang_server.py``). Nothing is pulled.
+SGLang-compatible server (``tests/support/sglang_server/``). Nothing is pulled.
 """
 
 from __future__ import annotations
