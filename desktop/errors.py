@@ -21,6 +21,7 @@ from longdoc_net.exit_codes import (
     EXIT_DOCTOR_PROBLEMS,
     EXIT_DOCUMENT,
     EXIT_INTERRUPTED,
+    EXIT_NOT_IN_LIBRARY,
     EXIT_OK,
     EXIT_REQUEST_FAILED,
     EXIT_SERVER_UNAVAILABLE,
@@ -36,6 +37,7 @@ __all__ = [
     "EXIT_DOCTOR_PROBLEMS",
     "EXIT_DOCUMENT",
     "EXIT_INTERRUPTED",
+    "EXIT_NOT_IN_LIBRARY",
     "EXIT_OK",
     "EXIT_REQUEST_FAILED",
     "EXIT_SERVER_UNAVAILABLE",
@@ -119,6 +121,19 @@ class UsageError(LongdocError):
 
 class ConfigError(UsageError):
     """longdoc.toml or a profile file is invalid."""
+
+
+class NotInLibrary(LongdocError):
+    """A command named a document the library does not hold."""
+
+    exit_code = EXIT_NOT_IN_LIBRARY
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        super().__init__(
+            f"{display_path(self.path)}: not in the library; ingest it first"
+            " (`longdoc ingest PATH`), or see what the library holds in the app"
+        )
 
 
 # --- documents -------------------------------------------------------------------------

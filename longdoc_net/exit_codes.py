@@ -17,6 +17,7 @@ EXIT_SERVER_UNAVAILABLE = 4
 EXIT_REQUEST_FAILED = 5
 EXIT_BATCH_FAILED = 6
 EXIT_DOCTOR_PROBLEMS = 7
+EXIT_NOT_IN_LIBRARY = 8
 EXIT_INTERRUPTED = 130
 # `longdoc server ...`: 10-19, so they never collide with the general ones.
 EXIT_NO_CONTAINER_RUNTIME = 10
@@ -62,6 +63,11 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         EXIT_DOCTOR_PROBLEMS,
         "checks found problems: `longdoc doctor` (each with its fix) or "
         "`longdoc server selftest` (a needle was missed)",
+    ),
+    ExitCode(
+        EXIT_NOT_IN_LIBRARY,
+        "not in the library: `search --document` or `remove` named a document that was "
+        "never ingested (or was removed)",
     ),
     # The server manager's codes (server_manager/errors.py raises them).
     ExitCode(EXIT_NO_CONTAINER_RUNTIME, "server manager: no container runtime (docker or podman)"),
