@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-# Exit codes of `longdoc server ...`: 10-19, so they never collide with the general ones.
+# Exit codes of `longdoc server ...`: 10-20, so they never collide with the general ones.
 # 1, 2 and 4 mean what they mean for every longdoc command (desktop/errors.py); they are
 # repeated here because this package may not import desktop (tests/unit checks they agree).
 EXIT_STORAGE = 1
@@ -24,6 +24,7 @@ EXIT_PROFILE_INVALID = 16
 EXIT_SERVER_FAILED = 17
 EXIT_NOT_RUNNING = 18
 EXIT_OTHER_SERVER_RUNNING = 19
+EXIT_RUNTIME_DOWN = 20
 
 
 class ServerManagerError(Exception):
@@ -49,6 +50,16 @@ class RuntimePermission(ServerManagerError):
     """The runtime is installed but this user may not use it (or its daemon is down)."""
 
     exit_code = EXIT_RUNTIME_PERMISSION
+
+
+class RuntimeDown(RuntimePermission):
+    """The runtime's daemon (dockerd, a podman service) is down or restarting.
+
+    A state of its own, not a permission problem: the fix is to start the daemon, and a
+    supervisor waits for it rather than restarting the server.
+    """
+
+    exit_code = EXIT_RUNTIME_DOWN
 
 
 class ImageMissing(ServerManagerError):
@@ -137,6 +148,7 @@ ERRORS_BY_CODE: dict[int, type[ServerManagerError]] = {
     for cls in (
         NoContainerRuntime,
         RuntimePermission,
+        RuntimeDown,
         ImageMissing,
         ModelDirMissing,
         PortInUse,
