@@ -10,7 +10,6 @@ from __future__ import annotations
 import grp
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -232,16 +231,10 @@ def check_database(db_path: Path) -> Check:
     name = "Database"
     if not db_path.exists():
         return Check(name, "ok", f"{db_path} will be created on first use.")
-    try:
-        conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=5.0)
-        try:
-            rows = conn.execute("PRAGMA quick_check").fetchall()
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as exc:
-        rows = [(str(exc),)]
-    result = "; ".join(str(r[0]) for r in rows[:3])
-    if result == "ok":
+    from desktop.store.db import damage
+
+    result = damage(db_path)
+    if result is None:
         return Check(name, "ok", f"{db_path} is intact.")
     return Check(
         name,

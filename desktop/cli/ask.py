@@ -181,9 +181,9 @@ def pick_thread(store: Store, doc: Document, args: argparse.Namespace) -> Thread
 
 def cmd_ask(args: argparse.Namespace) -> int:
     """Ask, stream, store; print JSON at the end with --json."""
-    from desktop.answering.citations import answer_checks
-    from desktop.answering.events import AnswerDelta, Finished, ReasoningDelta, Sent, Stored
-    from desktop.answering.format import ago
+    from desktop.answering.ask_json import ask_json, document_json
+    from desktop.answering.events import AnswerDelta, ReasoningDelta, Sent, Stored
+    from desktop.answering.format import ago, truncation_note
     from desktop.answering.pages import PageRange, describe, parse_range
     from desktop.answering.service import Answerer, Question, resolve_endpoint
     from desktop.cli.common import managed_server, open_store, settings_from, warn
@@ -241,12 +241,6 @@ def cmd_ask(args: argparse.Namespace) -> int:
                     sys.stdout.write(event.text)
                     sys.stdout.flush()
                     answered = True
-                elif isinstance(event, Finished) and not args.json:
-                    if event.finish_reason == "length":
-                        warn(
-                            "the answer reached the token limit and was cut; "
-                            "raise --max-tokens to allow more"
-                        )
                 elif isinstance(event, Stored):
                     final = event
                     if event.from_cache and args.check_tokens:
@@ -262,36 +256,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 sys.stdout.flush()
         assert final is not None
         answer = final.answer
-        checks = answer_checks(store, answer, doc)
+        checks = list(answer.citations.items) if answer.citations else []
+        if answer.truncated:
+            warn(truncation_note(answer))
         if args.json:
-            print(
-                json.dumps(
-                    {
-                        "document": {
-                            "path": json_path(args.path),
-                            "sha256": doc.sha256,
-                            "title": doc.title,
-                            "pages": len(doc.pages),
-                            "tokens": doc.tokens,
-                        },
-                        "question": args.question,
-                        "answer": answer.answer,
-                        "reasoning": answer.reasoning,
-                        "from_cache": final.from_cache,
-                        "model": answer.model,
-                        "finish_reason": answer.finish_reason,
-                        "usage": {
-                            "prompt_tokens": answer.prompt_tokens,
-                            "completion_tokens": answer.completion_tokens,
-                            "cached_tokens": answer.cached_tokens,
-                        },
-                        "timings": {"ttft_s": answer.ttft_s, "total_s": answer.total_s},
-                        "citations": [check.to_json() for check in checks],
-                        "thread_id": final.thread_id,
-                    },
-                    ensure_ascii=False,
-                )
-            )
+            document = document_json(doc, json_path(args.path))
+            print(json.dumps(ask_json(final, args.question, document), ensure_ascii=False))
         else:
             if final.from_cache:
                 if thinking and answer.reasoning:

@@ -128,12 +128,15 @@ def cmd_review(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, job: Any) -> int:
     from desktop.answering.service import Answerer, resolve_endpoint
-    from desktop.batch import Batch, collect, default_concurrency, report_format, write_atomically
+    from desktop.batch import Batch, collect, default_concurrency, report_format
     from desktop.cli.common import managed_server, open_store, settings_from
     from desktop.errors import EXIT_BATCH_FAILED, EXIT_INTERRUPTED, UsageError
+    from desktop.reports import check_output, write_report
 
     job.force = bool(args.force)
     fmt = report_format(args.out, args.format)
+    if args.out is not None:
+        check_output(args.out)  # a bad --out costs nothing: nothing is asked yet
     if args.json and args.out is None:
         raise UsageError("with --json the events go to stdout: give the report a file, --out PATH")
     if args.concurrency is not None and not 1 <= args.concurrency <= 64:
@@ -173,7 +176,7 @@ def _run(args: argparse.Namespace, job: Any) -> int:
         store.close()
     text = report.render(fmt)
     if args.out is not None:
-        write_atomically(args.out, text)
+        write_report(args.out, text)
         if not args.json:
             print(f"Report written to {args.out}", file=sys.stderr)
     else:
