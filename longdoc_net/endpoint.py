@@ -260,7 +260,9 @@ class EngineFacts:
     granularity: int = 1
     max_req_input_len: int | None = None
     prefix_caching: bool = True
-    # Known by its own routes: where the server counts chat messages, takes raw prompts.
+    # Known by its own routes: where the server counts chat messages, and the raw-prompt
+    # routes a warm-up may use ("generate" = SGLang's /generate, "completions" =
+    # /v1/completions), best first.
     tokenize_path: str | None = None
     raw_prompt_routes: tuple[str, ...] = ()
     info: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -288,7 +290,7 @@ def sglang_facts(info: dict[str, Any]) -> EngineFacts:
         max_req_input_len=max_input if isinstance(max_input, int) else None,
         prefix_caching=not info.get("disable_radix_cache"),
         tokenize_path="/v1/tokenize",
-        raw_prompt_routes=("/generate", "/v1/completions"),
+        raw_prompt_routes=("generate", "completions"),
         info=info,
     )
 
@@ -313,7 +315,7 @@ def vllm_facts(version: str, metrics_text: str) -> EngineFacts:
         granularity=block,
         prefix_caching=caching,
         tokenize_path="/tokenize",
-        raw_prompt_routes=("/v1/completions",),
+        raw_prompt_routes=("completions",),
     )
 
 
@@ -356,9 +358,9 @@ def recognise(
             Engine.SGLANG,
             granularity=DEFAULT_SGLANG_CHUNK,
             tokenize_path="/v1/tokenize",
-            raw_prompt_routes=("/generate", "/v1/completions"),
+            raw_prompt_routes=("generate", "completions"),
         )
-    return EngineFacts(Engine.OPENAI, raw_prompt_routes=("/v1/completions",))
+    return EngineFacts(Engine.OPENAI, raw_prompt_routes=("completions",))
 
 
 def known_facts(engine: str) -> EngineFacts | None:
@@ -368,7 +370,7 @@ def known_facts(engine: str) -> EngineFacts | None:
             Engine.SGLANG,
             granularity=DEFAULT_SGLANG_CHUNK,
             tokenize_path="/v1/tokenize",
-            raw_prompt_routes=("/generate", "/v1/completions"),
+            raw_prompt_routes=("generate", "completions"),
         )
     if engine == Engine.VLLM:
         return vllm_facts("", "")

@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 from desktop.config import Settings, data_dir, load_settings, save_settings
 from desktop.errors import ConfigError
 from desktop.ui import messages, tasks
+from longdoc_net.endpoint import Phase
 from server_manager import ServerManager, ServerStatus
 from server_manager.manager import endpoint_status
 from server_manager.profiles import available_profiles
@@ -138,7 +139,7 @@ class ServerMonitor(QObject):
 
     def _on_look_failed(self, exc: BaseException) -> None:
         status = ServerStatus(
-            profile=self.settings.profile, state="failed", error=messages.describe(exc)
+            profile=self.settings.profile, state=Phase.FAILED, error=messages.describe(exc)
         )
         self._on_look_done(status)
 
