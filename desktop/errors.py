@@ -70,7 +70,10 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(10, "server manager: no container runtime (docker or podman)"),
     ExitCode(11, "server manager: no permission to use the container runtime"),
     ExitCode(12, "server manager: the profile's image is not present locally"),
-    ExitCode(13, "server manager: the model folder is missing or has no config.json"),
+    ExitCode(
+        13,
+        "server manager: the model folder is missing, or has no config.json, weights or tokenizer",
+    ),
     ExitCode(14, "server manager: the port is already in use"),
     ExitCode(15, "server manager: no GPU device nodes (/dev/kfd, /dev/dri)"),
     ExitCode(16, "server manager: the profile is invalid"),
@@ -81,6 +84,11 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(18, "server manager: no server log yet (`server logs` before any start)"),
     ExitCode(19, "server manager: a server with another profile is running"),
     ExitCode(
+        20,
+        "server manager: the container runtime's daemon is down or restarting (`server "
+        "status`; the server resumes when it is back)",
+    ),
+    ExitCode(
         EXIT_INTERRUPTED,
         "interrupted (a partial answer is kept as incomplete, never served from the cache)",
     ),
@@ -89,7 +97,7 @@ EXIT_CODES: tuple[ExitCode, ...] = (
 # What every command can return whatever it does: a data directory that cannot be
 # written, a bad flag or setting, Ctrl-C.
 COMMON_EXIT_CODES = (EXIT_OK, EXIT_STORAGE, EXIT_USAGE, EXIT_INTERRUPTED)
-SERVER_MANAGER_EXIT_CODES = tuple(range(10, 20))
+SERVER_MANAGER_EXIT_CODES = tuple(range(10, 21))
 
 
 def exit_codes_help(codes: Iterable[int] | None = None) -> str:

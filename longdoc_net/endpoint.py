@@ -426,9 +426,11 @@ def parse_metrics(text: str) -> dict[str, float]:
             result[key] += value
         else:
             result[key] = max(result[key], value)
-    queries = result.get("prompt_tokens_total", 0.0)
+    # The counters only make the hit rate where the engine has no gauge for it (vLLM).
+    queries = result.pop("prompt_tokens_total", 0.0)
+    hits = result.pop("cached_tokens_total", 0.0)
     if "cache_hit_rate" not in result and queries > 0:
-        result["cache_hit_rate"] = result.get("cached_tokens_total", 0.0) / queries
+        result["cache_hit_rate"] = hits / queries
     return result
 
 

@@ -116,6 +116,8 @@ class ServerStatus:
     gpu_note: str = ""  # e.g. "no GPU monitoring tool found (...)"; not an error
     # How the last run's process ended: exit_code, signal, oom (None while none ended).
     outcome: dict[str, Any] | None = None
+    # A server Longdoc does not run (an endpoint, an external profile); not in the JSON.
+    external: bool = False
 
     @classmethod
     def of(cls, found: Look, profile: str = "external") -> ServerStatus:
@@ -128,6 +130,7 @@ class ServerStatus:
             model=found.model,
             metrics=dict(found.metrics),
             error=found.error,
+            external=True,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -433,6 +436,7 @@ class ServerManager:
             restarts=state.restarts,
             error=state.error or None,
             outcome=state.outcome,
+            external=state.external,
         )
         if state.external:
             self._probe_into(status, read_api_key(self.paths))

@@ -48,6 +48,7 @@ STATE_COLORS = {
     "busy": QColor(52, 120, 246),
     "starting": QColor(219, 150, 20),
     "failed": QColor(214, 69, 65),
+    "runtime_down": QColor(219, 150, 20),
     "stopped": QColor(128, 128, 128),
 }
 
