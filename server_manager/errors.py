@@ -148,12 +148,12 @@ ERRORS_BY_CODE: dict[int, type[ServerManagerError]] = {
     for cls in (
         NoContainerRuntime,
         RuntimePermission,
-        RuntimeDown,
         ImageMissing,
         ModelDirMissing,
         PortInUse,
         NoGpuDevices,
         ProfileInvalid,
         ServerFailed,
+        RuntimeDown,
     )
 }

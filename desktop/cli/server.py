@@ -54,6 +54,7 @@ _START = (
     EXIT_PROFILE_INVALID,
     EXIT_SERVER_FAILED,
     EXIT_OTHER_SERVER_RUNNING,
+    EXIT_RUNTIME_DOWN,  # the runtime's daemon is down (docker version cannot reach it)
 )
 SUBCOMMAND_EXIT_CODES: dict[str, tuple[int, ...]] = {
     "start": _START,
