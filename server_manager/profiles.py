@@ -491,6 +491,12 @@ def engine_args(profile: Profile, *, tp_size: int, host: str, model_path: str) -
             args += ["--reasoning-parser", profile.reasoning_parser]
         if profile.tool_call_parser:
             args += ["--enable-auto-tool-choice", "--tool-call-parser", profile.tool_call_parser]
+        # Qwen3.5's hybrid layers: prefix caching is opt-in on vLLM and, for them, keeps
+        # states in the "align" mode (vllm/config/cache.py MambaCacheMode; the flags are
+        # registered in vllm/engine/arg_utils.py); cached_tokens in the usage only with
+        # --enable-prompt-tokens-details (vllm/entrypoints/openai/cli_args.py).
+        args += ["--enable-prefix-caching", "--mamba-cache-mode", "align"]
+        args += ["--enable-prompt-tokens-details"]
         if profile.context_length:
             args += ["--max-model-len", str(profile.context_length)]
         args += ["--tensor-parallel-size", str(tp_size)]

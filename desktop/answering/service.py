@@ -78,7 +78,7 @@ from desktop.errors import (
     UsageError,
 )
 from desktop.store.db import EndpointModel, NewTurn, Store
-from longdoc_net.endpoint import refused_context
+from longdoc_net.endpoint import Engine, refused_context
 
 log = logging.getLogger("longdoc.answering")
 
@@ -335,7 +335,9 @@ class Answerer:
         with self._lock:
             known = self._reads_images
         if known is None:
-            known = reads_images(self.endpoint.url, self.endpoint.api_key)
+            # Only SGLang says (/model_info); any other engine is sent text only, unasked.
+            sglang = self.client.facts().engine == Engine.SGLANG
+            known = sglang and reads_images(self.endpoint.url, self.endpoint.api_key)
             with self._lock:
                 self._reads_images = known
         return known

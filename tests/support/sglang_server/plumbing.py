@@ -64,6 +64,7 @@ class HandlerBase(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length else b""
 
     def _send(self, status: int, body: bytes, content_type: str) -> None:
+        self.fake.record_status(self.command, self.path, status)
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))

@@ -97,6 +97,7 @@ class FakeSGLang:
         self.block_size = block_size
         self.metrics = Metrics()
         self.requests: list[RecordedRequest] = []
+        self.statuses: list[tuple[str, str, int]] = []  # (method, path, status), not streams
         self.prompts: list[str] = []
         self.aborted_rids: list[str] = []
         self.completed_rids: list[str] = []
@@ -236,6 +237,18 @@ class FakeSGLang:
         with self._lock:
             self.requests.append(request)
             del self.requests[:-10_000]
+
+    def record_status(self, method: str, path: str, status: int) -> None:
+        """Keep the status of a plain (not streamed) answer, as an access log would."""
+        with self._lock:
+            self.statuses.append((method, path, status))
+            del self.statuses[:-10_000]
+
+    @property
+    def not_found(self) -> list[str]:
+        """The paths answered 404: what an engine's log shows as probes it lacks."""
+        with self._lock:
+            return [path for _, path, status in self.statuses if status == 404]
 
     def record_prompt(self, prompt: str) -> None:
         """Keep a rendered prompt (bounded to the last 100)."""
