@@ -14,14 +14,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from desktop.answering.budget import (
-    Budget,
-    ContextLimits,
-    explain_limit,
-    plan_budget,
-    remedy,
-    suggest_pages,
-)
+from desktop.answering.budget import Budget, ContextLimits, plan_budget, refusal
 from desktop.answering.citations import check_answer, current_checks
 from desktop.answering.client import (
     ChatClient,
@@ -448,7 +441,7 @@ class Answerer:
             _, alone = self.prompt(doc, pages, question.text, question.thinking)
             self._refuse_thread(question, alone, budget.prompt_tokens, budget, reserve)
         if not budget.fits:
-            raise self._too_large(doc, pages, budget.prompt_tokens, budget)
+            raise refusal(doc, pages, budget)
         key = self.cache_key(question, info.id, reserve)
         return Plan(question, pages, info.id, messages, budget, key, local, server)
 
@@ -541,7 +534,7 @@ class Answerer:
         limits = self.limits()
         budget = plan_budget(size, limits, self.settings.answer_reserve)
         if not budget.fits:
-            raise self._too_large(doc, pages, size, budget)
+            raise refusal(doc, pages, budget)
         timeout = first_token_timeout(size, self.settings.min_prefill_rate)
         warmed = self._prewarm_raw(doc, pages, size, timeout, cancel)
         return warmed or self._prewarm_chat(doc, pages, size, timeout, cancel)
@@ -745,9 +738,9 @@ class Answerer:
             self._finish(record, AnswerStatus.INCOMPLETE, error="stopped")
             raise
         except ContextTooLong as exc:
-            refusal = self._refused(question, plan, exc)
-            self._finish(record, AnswerStatus.FAILED, error=str(refusal))
-            raise refusal from exc
+            refused = self._refused(question, plan, exc)
+            self._finish(record, AnswerStatus.FAILED, error=str(refused))
+            raise refused from exc
         except LongdocError as exc:
             cancelled = isinstance(exc, Cancelled)
             status = AnswerStatus.INCOMPLETE if cancelled else AnswerStatus.FAILED
@@ -781,23 +774,7 @@ class Answerer:
             limits = ContextLimits(named, limits.max_input, "the server's refusal")
         reserve = question.max_tokens or self.settings.answer_reserve
         budget = plan_budget(plan.budget.prompt_tokens, limits, reserve)
-        return self._too_large(question.document, plan.pages, budget.prompt_tokens, budget)
-
-    def _too_large(
-        self, doc: Document, pages: PageRange, needed: int, budget: Budget
-    ) -> DocumentTooLarge:
-        """The refusal of a prompt that does not fit, with the pages that would."""
-        fit = suggest_pages(pages, budget)
-        return DocumentTooLarge(
-            doc.path,
-            needed,
-            budget.prompt_limit,
-            budget.limits.context_length,
-            pages.last - pages.first + 1,
-            limit=explain_limit(budget),
-            remedy=remedy(budget, doc.pages, pages),
-            suggested=None if fit is None else (fit.first, fit.last),
-        )
+        return refusal(question.document, plan.pages, budget)
 
     def _finish(
         self,
