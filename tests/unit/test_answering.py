@@ -224,6 +224,7 @@ def test_cancel_during_prefill_closes_the_stream(sglang: FakeSGLang, store: Stor
     # read; if cancelling did not unblock it, pytest-timeout fails the test.
     answerer = answerer_for(sglang, store)
     answerer.prewarm(doc)  # warm already: the question's own prefill is the one stopped
+    wait_for(lambda: bool(sglang.completed_rids))  # noted just after its answer was sent
     warm_up = list(sglang.completed_rids)
     sglang.behaviour.update(prefill_tokens_per_s=1)
     cancel = threading.Event()
