@@ -12,11 +12,7 @@ cache and asks only about the rest; a killed run loses at most the answers in fl
 
 from __future__ import annotations
 
-import contextlib
-import csv
-import io
 import json
-import os
 import sys
 import threading
 import time
@@ -26,13 +22,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from desktop.answering.ask_json import citations_json
 from desktop.answering.events import Stored
 from desktop.answering.service import Answerer, Question
 from desktop.documents import SUPPORTED_SUFFIXES
-from desktop.documents.model import Document
-from desktop.errors import Cancelled, DocumentError, LongdocError, StorageError, UsageError
-from desktop.library import open_document
-from desktop.store.db import Store, StoredAnswer
+from desktop.errors import Cancelled, DocumentError, LongdocError, UsageError
+from desktop.library import open_document, walk
+from desktop.reports import csv_text
+from desktop.store.db import Store
 
 STYLES = ("brief", "detailed", "contract", "manual", "transcript")
 DEFAULT_STYLE = "brief"
@@ -236,12 +233,10 @@ class BatchReport:
 
     def to_csv(self) -> str:
         """The review grid: a row per document, a column per question."""
-        buffer = io.StringIO()
-        writer = csv.writer(buffer)
-        writer.writerow(["path", "title", "status", "pages", "tokens", *self.questions])
+        rows: list[list[object]] = [["path", "title", "status", "pages", "tokens", *self.questions]]
         for item in self.items:
             cells = {c.question: c for c in item.cells}
-            row = [item.path, item.title, item.status, item.pages, item.tokens]
+            row: list[object] = [item.path, item.title, item.status, item.pages, item.tokens]
             for question in self.questions:
                 cell = cells.get(question)
                 if cell is None or cell.status != "done":
@@ -251,8 +246,8 @@ class BatchReport:
                 if cell.citations:
                     text += "\n\nCitations: " + "; ".join(_describe(c) for c in cell.citations)
                 row.append(text)
-            writer.writerow(row)
-        return buffer.getvalue()
+            rows.append(row)
+        return csv_text(rows)
 
     def render(self, fmt: str) -> str:
         """The report in ``md``, ``json`` or ``csv``."""
@@ -290,22 +285,6 @@ def report_format(out: Path | None, fmt: str | None) -> str:
             return suffix
         raise UsageError(f"{out}: the report must end in .md, .json or .csv (or give --format).")
     return "md"
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename: never half a file."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise StorageError(f"{path}: cannot write the report ({exc.strerror}).") from exc
 
 
 # --- running ---------------------------------------------------------------------------------
@@ -356,24 +335,11 @@ class Job:
 
 
 def collect(paths: Sequence[Path]) -> list[Path]:
-    """Files as given, and every file inside folders (recursive, sorted, hidden ones left out).
-
-    Files that are not documents stay in the list: the run reports them as skipped.
+    """Files as given, and every file inside folders (``library.walk``: recursive, sorted,
+    hidden ones left out). Files that are not documents stay in the list: the run reports
+    them as skipped.
     """
-    result: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            result.extend(
-                sorted(
-                    p
-                    for p in path.rglob("*")
-                    if not any(part.startswith(".") for part in p.relative_to(path).parts)
-                    and not p.is_dir()
-                )
-            )
-        else:
-            result.append(path)
-    return result
+    return walk(paths)
 
 
 def _not_a_document(path: Path) -> str | None:
@@ -386,13 +352,6 @@ def _not_a_document(path: Path) -> str | None:
         kinds = ", ".join(sorted(SUPPORTED_SUFFIXES))
         return f"not a document Longdoc reads ({kinds})"
     return None
-
-
-def _citations(store: Store, answer: StoredAnswer, doc: Document) -> list[dict[str, Any]]:
-    """The answer's citations, each quote checked against the document (as ``ask --json``)."""
-    from desktop.answering.citations import answer_checks
-
-    return [check.to_json() for check in answer_checks(store, answer, doc)]
 
 
 class Batch:
@@ -484,16 +443,16 @@ class Batch:
                 question = Question(
                     doc, text, thinking=self.job.thinking, use_cache=not self.job.force
                 )
-                stored: StoredAnswer | None = None
                 for event in self.answerer.ask(question, self.cancel):
                     if isinstance(event, Stored):
                         stored = event.answer
                         cell.answer = stored.answer
                         cell.model = stored.model
                         cell.from_cache = event.from_cache
+                        # Checked and stored by the core, as ``ask --json`` lists them.
+                        checks = stored.citations.items if stored.citations else ()
+                        cell.citations = citations_json(checks)
                 cell.status = "done"
-                if stored is not None:
-                    cell.citations = _citations(self.store, stored, doc)
         except Cancelled:
             item.status, item.error = "cancelled", "cancelled while answering"
         except DocumentError as exc:

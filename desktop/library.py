@@ -7,11 +7,12 @@ reached through a symlink reads the same in every message, report and library ro
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from desktop.documents.ingest import EXTRACTOR_VERSION, extract, sha256_file, storable_path
 from desktop.documents.model import Document
-from desktop.store.db import Store
+from desktop.store.db import DocumentSummary, Store
 
 
 def is_current(doc: Document) -> bool:
@@ -39,20 +40,49 @@ def open_document(path: Path, store: Store) -> tuple[Document, bool]:
     return doc, False
 
 
-def expand_paths(paths: list[Path]) -> list[Path]:
-    """Files as given, and the supported documents inside folders (sorted, recursive)."""
+def find_document(path: Path, store: Store) -> DocumentSummary | None:
+    """The stored document ``path`` names: by its stored path, else by the file's content.
+
+    A file moved or copied since it was ingested is found by its hash; a path that is gone
+    from disk is found only under the path it was stored with.
+    """
+    path = Path(path).expanduser()
+    found = store.document_at(storable_path(path))
+    if found is None and path.is_file():
+        found = store.document_summary(sha256_file(path))
+    return found
+
+
+def walk(paths: Sequence[Path]) -> list[Path]:
+    """Files as given, and every file inside folders: the one rule for walking folders.
+
+    Recursive and sorted; hidden files and anything inside hidden folders (``.git``,
+    ``.cache``, editors' ``.~lock`` files) are left out. A FIFO or device inside a folder is
+    listed, so that the caller refuses it by name (before reading a byte).
+    """
     result: list[Path] = []
     for path in paths:
         if path.is_dir():
-            from desktop.documents.ingest import SUPPORTED_SUFFIXES
-
             result.extend(
                 sorted(
                     p
                     for p in path.rglob("*")
-                    if p.is_file() and p.suffix.lower() in SUPPORTED_SUFFIXES
+                    if not any(part.startswith(".") for part in p.relative_to(path).parts)
+                    and not p.is_dir()
                 )
             )
         else:
             result.append(path)
     return result
+
+
+def expand_paths(paths: Sequence[Path]) -> list[Path]:
+    """Files as given, and the supported documents found in folders (see ``walk``)."""
+    from desktop.documents.ingest import SUPPORTED_SUFFIXES
+
+    return [
+        p
+        for given in paths
+        for p in walk([given])
+        if not given.is_dir() or p.suffix.lower() in SUPPORTED_SUFFIXES
+    ]

@@ -5,7 +5,9 @@ the answer view and the document view share. The model cites printed labels (see
 prompt): ``[p. 12]``, ``[p 12]``, ``[P. 12]``, ``[page 12]``, ``[pp. 3-5]``, ``[pp. 3, 7]``,
 ``[p. iv]``, ``[p. A-2]`` (an annex page, not "page A"), ``[p. 1 (#5)]`` (repeated labels),
 and bare anchors: a transcript's moment ``[00:41:12]``, a Word paragraph ``[§ 4.2 ¶ 3]``.
-Labels resolve case-insensitively.
+Labels resolve case-insensitively. In an answer about a set of documents each citation
+starts with the document's letter: ``[A p. 12]``, ``[B pp. 3-5]``, ``[B § 4.2 ¶ 3]``,
+``[C 00:41:12]``; the same grammar reads both forms.
 
 A quoted passage (``"..."`` right before a citation) is looked up in the document: verified
 on a cited page, found on another page, or not found. Matching forgives what extraction
@@ -22,14 +24,40 @@ import unicodedata
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
-from enum import Enum
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from desktop.answering.pages import AnchorResolver, LabelIndex
 from desktop.documents.anchors import anchor_resolver
 from desktop.documents.model import Document, Page
-from desktop.store.db import Store, StoredAnswer
+
+__all__ = [  # CitationCheck and QuoteStatus live with the answer model (desktop.answers)
+    "CHECK_VERSION",
+    "CITATION_PATTERN",
+    "CheckedCitations",
+    "CitationCheck",
+    "CitationRef",
+    "PageIndex",
+    "QuoteCheck",
+    "QuoteStatus",
+    "answer_checks",
+    "as_quote_checks",
+    "check_answer",
+    "check_citations",
+    "check_set_answer",
+    "check_set_citations",
+    "current_checks",
+    "find_citations",
+    "index_for",
+    "normalize",
+    "normalize_words",
+    "set_answer_checks",
+    "set_indexes",
+]
+from desktop.answers import CheckedCitations, CitationCheck, QuoteStatus, StoredAnswer
+
+if TYPE_CHECKING:
+    from desktop.answering.sets import DocumentSet
 
 # One label: no spaces or brackets, optionally "(#n)" for a repeated label.
 _LABEL = r"[^\s\[\](),;]{1,24}(?:\s*\(#\d{1,6}\))?"
@@ -41,8 +69,12 @@ _ANCHOR = (
     r"\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d{1,3})?"
     r"|§\s*[\w.-]{1,20}(?:\s*,?\s*¶\s*\d{1,6})?|¶\s*\d{1,6}"
 )
-CITATION_PATTERN = rf"\[(?:(?i:pages?|pp?)(?:\.\s*|\s+){_BODY}|{_ANCHOR})\]"
+_UNLETTERED = rf"(?:(?i:pages?|pp?)(?:\.\s*|\s+){_BODY}|{_ANCHOR})"
+# A document's letter (a set's citations): "[B p. 4]", "[C 00:41:12]", also "[B, p. 4]".
+_LETTER = r"[A-Z](?:\s+|,\s*)"
+CITATION_PATTERN = rf"\[(?:{_LETTER})?{_UNLETTERED}\]"
 _CITATION = re.compile(CITATION_PATTERN)
+_LETTERED = re.compile(rf"\[(?P<letter>[A-Z])(?:\s+|,\s*)(?={_UNLETTERED}\]$)")
 _PREFIX = re.compile(r"\[(?:pages?|pp?)(?:\.\s*|\s+)", re.IGNORECASE)
 _LIST_SEPARATOR = re.compile(r"\s*(?:,|;|&|\band\b)\s*")
 _QUOTE = re.compile(r"[\"“„«](?P<text>[^\"“”„«»\n]{1,600})[\"”“»]")
@@ -71,6 +103,7 @@ class CitationRef:
     text: str
     label: str
     parts: tuple[CitationPart, ...]
+    document: str | None = None  # the letter of the document cited, in a set's answer
 
 
 def find_citations(text: str) -> list[CitationRef]:
@@ -78,8 +111,12 @@ def find_citations(text: str) -> list[CitationRef]:
     refs = []
     for match in _CITATION.finditer(text):
         whole = match.group(0)
-        prefix = _PREFIX.match(whole)
-        offset = prefix.end() if prefix else 1
+        lettered = _LETTERED.match(whole)
+        # A set's letter is skipped: the rest reads as an unlettered citation.
+        skip = lettered.end() - 1 if lettered else 0
+        inner = "[" + whole[skip + 1 :]
+        prefix = _PREFIX.match(inner)
+        offset = (prefix.end() if prefix else 1) + skip
         body_start = match.start() + offset
         body = whole[offset:-1]
         bounds = [0]
@@ -94,17 +131,11 @@ def find_citations(text: str) -> list[CitationRef]:
             b -= len(piece) - len(piece.rstrip())
             if b > a:
                 parts.append(CitationPart(body_start + a, body_start + b, body[a:b]))
-        refs.append(CitationRef(match.start(), match.end(), whole, body.strip(), tuple(parts)))
+        letter = lettered["letter"] if lettered else None
+        refs.append(
+            CitationRef(match.start(), match.end(), whole, body.strip(), tuple(parts), letter)
+        )
     return refs
-
-
-class QuoteStatus(Enum):
-    """What checking a citation found; the values are the strings ``ask --json`` prints."""
-
-    VERIFIED = "verified"
-    OTHER_PAGE = "other_page"
-    NOT_FOUND = "not_found"
-    UNQUOTED = "unquoted"
 
 
 # Punctuation outside ASCII that extraction and models swap freely: word separators.
@@ -149,68 +180,6 @@ def _words(text: str) -> bytes:
 def normalize_words(text: str) -> str:
     """The words ``normalize`` keeps, as text."""
     return normalize(text).decode("utf-8", "replace")
-
-
-@dataclass(frozen=True)
-class CitationCheck:
-    """A citation and the quote before it (either may be absent), and what checking found.
-
-    ``start:end`` spans both in the answer; ``pages`` are the cited pages (empty when the
-    label names no page, or for a quote without a citation); ``found_on`` are the pages
-    the quote is on (None when unquoted or not found).
-    """
-
-    start: int
-    end: int
-    cite_start: int | None
-    cite_end: int | None
-    quote_start: int | None
-    quote_end: int | None
-    label: str
-    pages: tuple[int, ...]
-    quote: str | None
-    status: QuoteStatus
-    found_on: tuple[int, ...] | None
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``ask --json`` form."""
-        return {
-            "pages": list(self.pages),
-            "label": self.label,
-            "quote": self.quote,
-            "status": self.status.value,
-            "found_on": list(self.found_on) if self.found_on is not None else None,
-        }
-
-    def to_stored(self) -> dict[str, Any]:
-        """The JSON form plus the spans in the answer, as stored with it."""
-        spans = {
-            "start": self.start,
-            "end": self.end,
-            "cite_start": self.cite_start,
-            "cite_end": self.cite_end,
-            "quote_start": self.quote_start,
-            "quote_end": self.quote_end,
-        }
-        return spans | self.to_json()
-
-    @classmethod
-    def from_stored(cls, data: dict[str, Any]) -> CitationCheck:
-        """Read back what ``to_stored`` wrote."""
-        found = data.get("found_on")
-        return cls(
-            start=int(data["start"]),
-            end=int(data["end"]),
-            cite_start=data.get("cite_start"),
-            cite_end=data.get("cite_end"),
-            quote_start=data.get("quote_start"),
-            quote_end=data.get("quote_end"),
-            label=str(data.get("label", "")),
-            pages=tuple(int(n) for n in data.get("pages", [])),
-            quote=data.get("quote"),
-            status=QuoteStatus(data["status"]),
-            found_on=tuple(int(n) for n in found) if found is not None else None,
-        )
 
 
 class PageIndex(LabelIndex):
@@ -355,6 +324,16 @@ def check_citations(answer: str, index: PageIndex, question: str = "") -> list[C
     right before a citation is checked against the cited pages; a quote without one is
     verified if it is anywhere in the document.
     """
+    checks = [
+        _check(index, quote, ref, index.pages_for(ref) if ref is not None else ())
+        for quote, ref in _pair(answer, question)
+    ]
+    checks.sort(key=lambda c: c.start)
+    return checks
+
+
+def _pair(answer: str, question: str) -> list[tuple[re.Match[str] | None, CitationRef | None]]:
+    """Each citation with the quote right before it (if any), then the quotes left over."""
     asked = b" " + normalize(question) + b" " if question.strip() else b""
     quotes = []
     for match in _QUOTE.finditer(answer):
@@ -364,11 +343,10 @@ def check_citations(answer: str, index: PageIndex, question: str = "") -> list[C
         if asked and b" " + words + b" " in asked:
             continue
         quotes.append(match)
-    checks: list[CitationCheck] = []
+    pairs: list[tuple[re.Match[str] | None, CitationRef | None]] = []
     used: set[int] = set()
     ending = {q.end(): q for q in quotes}
     for ref in find_citations(answer):
-        pages = index.pages_for(ref)
         quote = next(
             (
                 ending[end]
@@ -379,10 +357,77 @@ def check_citations(answer: str, index: PageIndex, question: str = "") -> list[C
         )
         if quote is not None:
             used.add(quote.start())
-        checks.append(_check(index, quote, ref, pages))
-    checks.extend(_check(index, q, None, ()) for q in quotes if q.start() not in used)
+        pairs.append((quote, ref))
+    pairs.extend((q, None) for q in quotes if q.start() not in used)
+    return pairs
+
+
+def check_set_citations(
+    answer: str, indexes: dict[str, PageIndex], question: str = ""
+) -> list[CitationCheck]:
+    """A set's answer checked: each quote against the pages of the document it cites.
+
+    ``indexes`` maps each document's letter to its index, in set order. A quote found in
+    another document of the set than the one cited is ``other_document`` (``found_in``
+    says where); a citation without a letter counts only where its pages hold the quote;
+    a quote without a citation is verified if it is in any document.
+    """
+    checks = []
+    for quote, ref in _pair(answer, question):
+        found_in = tuple(
+            (letter, found)
+            for letter, index in indexes.items()
+            if quote is not None and (found := index.find(quote["text"]))
+        )
+        letter = ref.document if ref is not None else None
+        if ref is not None and letter is None:
+            letter = _unlettered_document(ref, quote, indexes, found_in)
+        index = indexes.get(letter) if letter is not None else None
+        pages = index.pages_for(ref) if index is not None and ref is not None else ()
+        found = index.find(quote["text"]) if index is not None and quote is not None else ()
+        status = _status(quote, ref, found, pages)
+        if quote is not None and found_in and not found:
+            if ref is None:
+                status, letter, found = QuoteStatus.VERIFIED, found_in[0][0], found_in[0][1]
+            else:
+                status = QuoteStatus.OTHER_DOCUMENT
+        entry = _entry(quote, ref, pages, status, found)
+        checks.append(replace(entry, document=letter, found_in=found_in or None, in_set=True))
     checks.sort(key=lambda c: c.start)
     return checks
+
+
+def _unlettered_document(
+    ref: CitationRef,
+    quote: re.Match[str] | None,
+    indexes: dict[str, PageIndex],
+    found_in: tuple[tuple[str, tuple[int, ...]], ...],
+) -> str | None:
+    """The document a citation without a letter can only mean, if any: the one whose cited
+    pages hold the quote, or (unquoted) the only one where its label names a page."""
+    if quote is not None:
+        for letter, found in found_in:
+            if set(found) & set(indexes[letter].pages_for(ref)):
+                return letter
+        return None
+    named = [letter for letter, index in indexes.items() if index.pages_for(ref)]
+    return named[0] if len(named) == 1 else None
+
+
+def _status(
+    quote: re.Match[str] | None,
+    ref: CitationRef | None,
+    found: tuple[int, ...],
+    pages: tuple[int, ...],
+) -> QuoteStatus:
+    """What a quote's pages and the cited pages say."""
+    if quote is None:
+        return QuoteStatus.UNQUOTED
+    if not found:
+        return QuoteStatus.NOT_FOUND
+    if ref is None or set(found) & set(pages):
+        return QuoteStatus.VERIFIED  # a quote without a citation only has to exist
+    return QuoteStatus.OTHER_PAGE
 
 
 def _check(
@@ -390,14 +435,16 @@ def _check(
 ) -> CitationCheck:
     """One entry: a citation with or without its quote, or a quote without a citation."""
     found = index.find(quote["text"]) if quote is not None else ()
-    if quote is None:
-        status = QuoteStatus.UNQUOTED
-    elif not found:
-        status = QuoteStatus.NOT_FOUND
-    elif ref is None or set(found) & set(pages):
-        status = QuoteStatus.VERIFIED  # a quote without a citation only has to exist
-    else:
-        status = QuoteStatus.OTHER_PAGE
+    return _entry(quote, ref, pages, _status(quote, ref, found, pages), found)
+
+
+def _entry(
+    quote: re.Match[str] | None,
+    ref: CitationRef | None,
+    pages: tuple[int, ...],
+    status: QuoteStatus,
+    found: tuple[int, ...],
+) -> CitationCheck:
     start = quote.start() if quote is not None else (ref.start if ref else 0)
     return CitationCheck(
         start=start,
@@ -449,21 +496,44 @@ def _first_found(check: CitationCheck) -> int | None:
     return (cited or list(check.found_on))[0]
 
 
-def answer_checks(store: Store, answer: StoredAnswer, doc: Document) -> list[CitationCheck]:
-    """An answer's checked citations: as stored with it, else checked now and stored.
+def check_answer(
+    text: str, doc: Document, first: int, last: int, question: str = ""
+) -> CheckedCitations:
+    """An answer's citations checked against pages ``first..last`` of the document."""
+    checks = check_citations(text, index_for(doc, first, last), question)
+    return CheckedCitations(CHECK_VERSION, tuple(checks))
 
-    Only complete answers keep them (an incomplete one is never served from the cache).
-    """
-    saved = answer.extra.get("citations")
-    if isinstance(saved, dict) and saved.get("version") == CHECK_VERSION:
-        try:
-            return [CitationCheck.from_stored(item) for item in saved["items"]]
-        except (KeyError, TypeError, ValueError):
-            pass  # written by something else: check again
-    index = index_for(doc, answer.first_page, answer.last_page)
-    checks = check_citations(answer.answer, index, answer.question)
-    if answer.complete:
-        stored = {"version": CHECK_VERSION, "items": [c.to_stored() for c in checks]}
-        store.update_answer_extra(answer.id, {"citations": stored})
-        answer.extra["citations"] = stored
-    return checks
+
+def current_checks(answer: StoredAnswer, doc: Document) -> CheckedCitations:
+    """An answer's checked citations: as stored with it, else (checked by an older
+    matcher, or never) checked now. Writes nothing: ``Answerer.ask`` stores them."""
+    saved = answer.citations
+    if saved is not None and saved.version == CHECK_VERSION:
+        return saved
+    return check_answer(answer.answer, doc, answer.first_page, answer.last_page, answer.question)
+
+
+def answer_checks(answer: StoredAnswer, doc: Document) -> list[CitationCheck]:
+    """``current_checks`` as a list."""
+    return list(current_checks(answer, doc).items)
+
+
+def set_indexes(docset: DocumentSet) -> dict[str, PageIndex]:
+    """Each document's index over its asked pages, by letter, in set order."""
+    return {m.letter: index_for(m.document, m.pages.first, m.pages.last) for m in docset.members}
+
+
+def check_set_answer(text: str, docset: DocumentSet, question: str = "") -> CheckedCitations:
+    """A set's answer's citations checked against each document's asked pages."""
+    return CheckedCitations(
+        CHECK_VERSION, tuple(check_set_citations(text, set_indexes(docset), question))
+    )
+
+
+def set_answer_checks(answer: StoredAnswer, docset: DocumentSet) -> list[CitationCheck]:
+    """A set's answer's checked citations: as stored with it, else checked now (writing
+    nothing: ``Answerer.ask`` stores them)."""
+    saved = answer.citations
+    if saved is not None and saved.version == CHECK_VERSION:
+        return list(saved.items)
+    return list(check_set_answer(answer.answer, docset, answer.question).items)

@@ -11,22 +11,15 @@ import os
 import threading
 import time
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from desktop.answering.budget import (
-    Budget,
-    ContextLimits,
-    explain_limit,
-    plan_budget,
-    remedy,
-    suggest_pages,
-)
+from desktop.answering.budget import Budget, ContextLimits, plan_budget, refusal
+from desktop.answering.citations import check_answer, current_checks
 from desktop.answering.client import (
     ChatClient,
     ModelInfo,
     StreamingAnswer,
-    engine_from_server_info,
     first_token_timeout,
 )
 from desktop.answering.events import (
@@ -36,8 +29,10 @@ from desktop.answering.events import (
     ReasoningDelta,
     Sent,
     Stored,
+    StreamEvent,
     Usage,
 )
+from desktop.answering.prefill import CACHE_TRUST_S
 from desktop.answering.prompt import (
     PROMPT_VERSION,
     PageRange,
@@ -50,6 +45,7 @@ from desktop.answering.prompt import (
 from desktop.answering.scans import (
     build_image_messages,
     count_image_prompt_tokens,
+    damaged_pages,
     page_images,
     reads_images,
     scanned_pages,
@@ -57,12 +53,14 @@ from desktop.answering.scans import (
 )
 from desktop.answering.threads import Thread, history_key, history_messages, thread_pages
 from desktop.answering.warmup import ROUTES, Prefilled, Route, RouteMissing, prefill
+from desktop.answers import AnswerKey, AnswerStatus, CheckedCitations, StoredAnswer
 from desktop.config import Settings
 from desktop.documents.ingest import require_text
 from desktop.documents.layout import counts_current
 from desktop.documents.model import Document
 from desktop.errors import (
     Cancelled,
+    ContextTooLong,
     ContextUnknown,
     DocumentTooLarge,
     LongdocError,
@@ -73,7 +71,8 @@ from desktop.errors import (
     ThreadTooLong,
     UsageError,
 )
-from desktop.store.db import AnswerKey, Store
+from desktop.store.db import EndpointModel, NewTurn, Store
+from longdoc_net.endpoint import Engine, refused_context
 
 log = logging.getLogger("longdoc.answering")
 
@@ -81,6 +80,9 @@ log = logging.getLogger("longdoc.answering")
 # The question of a chat-route warm-up (servers without a raw-prompt route): only the
 # prefix before it matters to the cache.
 PREWARM_QUESTION = "Reply with OK."
+
+# Any server computes the last prompt token again and may round a hit down to its page.
+MIN_WARM_SLACK = 64
 
 # Partial answers reach the store at least this often, so a killed process loses at most
 # the last moment of the answer.
@@ -107,13 +109,20 @@ class Warmed:
     cached_tokens: int | None
     route: str
     seconds: float
+    granularity: int = 64
 
     @property
     def was_warm(self) -> bool:
-        """True when the server already held (almost) the whole prefix."""
-        # A server always computes the last prompt token again, and may round a hit down
-        # to its page or checkpoint size (up to 64 tokens).
-        return self.cached_tokens is not None and self.cached_tokens >= self.prefix_tokens - 64
+        """True when the server already held (almost) the whole prefix.
+
+        A server always computes the last prompt token again and resumes a hybrid model
+        only at a checkpoint: within the engine's ``granularity`` (vLLM's block size,
+        SGLang's chunk size) of the end, which is as close as a warm-up of an already
+        warm prefix gets; a fresh prefix finds nothing (0) or only a shared beginning.
+        """
+        cached = self.cached_tokens
+        slack = max(self.granularity, MIN_WARM_SLACK)
+        return cached is not None and cached > 0 and cached >= self.prefix_tokens - slack
 
 
 @dataclass(frozen=True)
@@ -240,6 +249,10 @@ class Plan:
     key: AnswerKey
     local_tokens: int = 0
     server_tokens: int | None = None  # the server's count, when asked and available
+    # Pages the answer cannot use (damaged, or scanned for a server that reads no images)
+    # and what the user is told about the scanned ones (ask --json's document fields).
+    unread_pages: list[int] = field(default_factory=list)
+    unread_warnings: list[str] = field(default_factory=list)
 
 
 class Answerer:
@@ -254,8 +267,14 @@ class Answerer:
         self._limits: ContextLimits | None = None
         self._reads_images: bool | None = None
         self._lock = threading.Lock()
-        # The raw-prompt routes still worth trying for warm-ups (a 404 removes one).
-        self._routes: list[Route] = list(ROUTES)
+        # Writes that reads found to do, made by the next ask's first transaction: the
+        # model the endpoint serves, and page counts of documents stored by an older layout.
+        self._seen: EndpointModel | None = None
+        self._counted: dict[str, Document] = {}
+        # The raw-prompt routes still worth trying for warm-ups (the engine's own, once it
+        # is known; a 404 removes one), and the prefixes warmed here: (sha, first, last).
+        self._routes: list[Route] | None = None
+        self._warm: set[tuple[str, int, int]] = set()
 
     def close(self) -> None:
         """Release the HTTP client."""
@@ -278,10 +297,8 @@ class Answerer:
             )
         with self._lock:
             self._model = chosen
-        try:
-            self.store.remember_model(self.endpoint.url, chosen.id, chosen.max_model_len)
-        except LongdocError:
-            log.debug("could not remember the model", exc_info=True)
+            # Remembered by the next ask's own transaction (a read writes nothing).
+            self._seen = EndpointModel(self.endpoint.url, chosen.id, chosen.max_model_len)
         return chosen
 
     def _context_limits(self, model: ModelInfo) -> ContextLimits:
@@ -297,11 +314,8 @@ class Answerer:
             context, stated_by = stated, self.endpoint.stated_by
         else:
             context, stated_by = reported, ""
-        info = self.client.server_info()
-        if not self.client.engine:
-            self.client.engine = engine_from_server_info(info)
-        max_input = info.get("max_req_input_len")
-        return ContextLimits(context, max_input if isinstance(max_input, int) else None, stated_by)
+        max_input = self.client.facts().max_req_input_len
+        return ContextLimits(context, max_input, stated_by)
 
     def limits(self) -> ContextLimits:
         """What the server accepts: context length and input limit (asked once)."""
@@ -319,7 +333,9 @@ class Answerer:
         with self._lock:
             known = self._reads_images
         if known is None:
-            known = reads_images(self.endpoint.url, self.endpoint.api_key)
+            # Only SGLang says (/model_info); any other engine is sent text only, unasked.
+            sglang = self.client.facts().engine == Engine.SGLANG
+            known = sglang and reads_images(self.endpoint.url, self.endpoint.api_key)
             with self._lock:
                 self._reads_images = known
         return known
@@ -397,7 +413,8 @@ class Answerer:
         had_counts = counts_current(doc)
         count = count_prompt_tokens(doc, pages, question, thinking, history)
         if not had_counts:
-            self._save_counts(doc)
+            with self._lock:
+                self._counted[doc.sha256] = doc
         return text_only, count
 
     def plan(self, question: Question) -> Plan:
@@ -423,25 +440,21 @@ class Answerer:
             else None
         )
         budget = plan_budget(max(local, server or 0), limits, reserve)
+        unread = damaged_pages(doc, pages)
+        unread_notes: list[str] = []
         if scanned and not self.reads_images():
-            budget.warnings.append(unread_warning(scanned, doc))
+            unread_notes.append(unread_warning(scanned, doc))
+            budget.warnings.extend(unread_notes)
+            unread = sorted({*unread, *scanned})
         if not budget.fits and question.thread is not None and history:
             _, alone = self.prompt(doc, pages, question.text, question.thinking)
             self._refuse_thread(question, alone, budget.prompt_tokens, budget, reserve)
         if not budget.fits:
-            fit = suggest_pages(pages, budget)
-            raise DocumentTooLarge(
-                doc.path,
-                budget.prompt_tokens,
-                budget.prompt_limit,
-                limits.context_length,
-                pages.last - pages.first + 1,
-                limit=explain_limit(budget),
-                remedy=remedy(budget, doc.pages, pages),
-                suggested=None if fit is None else (fit.first, fit.last),
-            )
+            raise refusal(doc, pages, budget)
         key = self.cache_key(question, info.id, reserve)
-        return Plan(question, pages, info.id, messages, budget, key, local, server)
+        return Plan(
+            question, pages, info.id, messages, budget, key, local, server, unread, unread_notes
+        )
 
     def _save_counts(self, doc: Document) -> None:
         """Keep per-page counts made now (a document stored by an older layout)."""
@@ -467,18 +480,36 @@ class Answerer:
                 alone,
             )
 
-    def _join_thread(self, question: Question, stored: Stored) -> Stored:
-        """Make a complete answer the thread's next turn (a new thread for a first question)."""
-        current = question.thread.id if question.thread is not None else None
-        if not stored.answer.complete:
-            # A stopped or failed answer is not a turn: the thread stays as it was.
-            return Stored(stored.answer, stored.from_cache, thread_id=current)
+    def _turn(self, question: Question) -> NewTurn:
+        """Where a complete answer to ``question`` goes: the thread's next turn (a new
+        thread for a first question)."""
         pages = question.page_range()
-        earlier = [t.id for t in question.thread.turns] if question.thread is not None else []
-        thread_id = self.store.add_turn(
-            current, question.document.sha256, pages.first, pages.last, stored.answer.id, earlier
+        thread = question.thread
+        return NewTurn(
+            thread.id if thread is not None else None,
+            question.document.sha256,
+            pages.first,
+            pages.last,
+            tuple(t.id for t in thread.turns) if thread is not None else (),
         )
-        return Stored(stored.answer, stored.from_cache, thread_id=thread_id)
+
+    def _serve_hit(self, question: Question, hit: StoredAnswer) -> Stored:
+        """A cache hit joins the thread; citations checked by an older matcher are checked
+        again and stored in the same transaction."""
+        checked = current_checks(hit, question.document)
+        fresh = checked if checked is not hit.citations else None
+        turn = self._turn(question)
+        thread_id = self.store.add_turn(
+            turn.thread_id,
+            turn.document_sha,
+            turn.first_page,
+            turn.last_page,
+            hit.id,
+            list(turn.after),
+            citations=fresh,
+        )
+        hit.citations = checked
+        return Stored(hit, from_cache=True, thread_id=thread_id)
 
     def prewarm(
         self,
@@ -498,7 +529,7 @@ class Answerer:
         cancel = cancel or threading.Event()
         if cancel.is_set():
             raise Cancelled()
-        info = self.model()
+        self.model()
         doc = document
         pages = pages or full_range(doc)
         if scanned_pages(doc, pages) and self.reads_images():
@@ -510,24 +541,35 @@ class Answerer:
         had_counts = counts_current(doc)
         size = prefix_tokens(doc, pages)
         if not had_counts:
-            self._save_counts(doc)
+            self._save_counts(doc)  # a warm-up is an action, not a read: it may write
         limits = self.limits()
         budget = plan_budget(size, limits, self.settings.answer_reserve)
         if not budget.fits:
-            fit = suggest_pages(pages, budget)
-            raise DocumentTooLarge(
-                doc.path,
-                size,
-                budget.prompt_limit,
-                limits.context_length,
-                pages.last - pages.first + 1,
-                limit=explain_limit(budget),
-                remedy=remedy(budget, doc.pages, pages),
-                suggested=None if fit is None else (fit.first, fit.last),
-            )
+            raise refusal(doc, pages, budget)
         timeout = first_token_timeout(size, self.settings.min_prefill_rate)
+        warmed = self._prewarm_raw(doc, pages, size, timeout, cancel)
+        return warmed or self._prewarm_chat(doc, pages, size, timeout, cancel)
+
+    def _warm_routes(self) -> list[Route]:
+        """The raw-prompt routes of this endpoint's engine not found missing yet."""
+        with self._lock:
+            if self._routes is not None:
+                return list(self._routes)
+        known = self.client.facts().raw_prompt_routes
+        routes = [r for r in ROUTES if r in known]
+        with self._lock:
+            if self._routes is None:
+                self._routes = routes
+            return list(self._routes)
+
+    def _prewarm_raw(
+        self, doc: Document, pages: PageRange, size: int, timeout: float, cancel: threading.Event
+    ) -> Warmed | None:
+        """The exact prefix through the engine's raw-prompt route; None when it has none."""
+        info = self.model()
         prompt = cacheable_prefix(doc, pages)
-        for route in list(self._routes):
+        granularity = self.client.facts().granularity
+        for route in self._warm_routes():
             try:
                 done: Prefilled = prefill(
                     self.endpoint.url,
@@ -540,11 +582,61 @@ class Answerer:
                 )
             except RouteMissing:
                 with self._lock:
-                    if route in self._routes:
+                    if self._routes is not None and route in self._routes:
                         self._routes.remove(route)
                 continue
-            return Warmed(size, done.prompt_tokens, done.cached_tokens, route, done.seconds)
-        return self._prewarm_chat(doc, pages, size, timeout, cancel)
+            with self._lock:
+                self._warm.add((doc.sha256, pages.first, pages.last))
+            return Warmed(
+                size, done.prompt_tokens, done.cached_tokens, route, done.seconds, granularity
+            )
+        return None
+
+    def warm_first(self, question: Question, plan: Plan, cancel: threading.Event) -> None:
+        """Before the first question about a prefix (a document, or a page range) on this
+        endpoint, have the server prefill exactly that prefix through a raw-prompt route.
+
+        Only for engines that keep a hybrid model's states at checkpoints (SGLang, vLLM):
+        the question's own request would leave a state only at a chunk end inside the
+        document, so the next question would redo the rest (71% reuse measured on vLLM).
+        Never a chat request (a question stays one chat request); a prefix is known warm
+        when it was warmed here, or an earlier answer on this endpoint reused it.
+        """
+        doc, pages = question.document, plan.pages
+        key = (doc.sha256, pages.first, pages.last)
+        with self._lock:
+            if key in self._warm:
+                return
+        facts = self.client.facts()
+        if not facts.keeps_hybrid_states or (scanned_pages(doc, pages) and self.reads_images()):
+            return
+        size = prefix_tokens(doc, pages)
+        if self._reused_before(doc, pages, size, facts.granularity):
+            with self._lock:
+                self._warm.add(key)
+            return
+        timeout = first_token_timeout(size, self.settings.min_prefill_rate)
+        try:
+            self._prewarm_raw(doc, pages, size, timeout, cancel)
+        except Cancelled:
+            raise
+        except LongdocError as exc:
+            # The question itself goes on and reports whatever is wrong with the server.
+            log.info("warm-up before the question failed: %s", exc)
+
+    def _reused_before(self, doc: Document, pages: PageRange, size: int, granularity: int) -> bool:
+        """An answer on this endpoint about these pages reused the whole prefix, recently:
+        the server held it then (a question alone leaves no state at the prefix's end)."""
+        recent = time.time() - CACHE_TRUST_S
+        slack = max(granularity, MIN_WARM_SLACK)
+        return any(
+            a.extra.get("endpoint") == self.endpoint.url
+            and (a.first_page, a.last_page) == (pages.first, pages.last)
+            and a.created_at >= recent
+            and a.cached_tokens is not None
+            and a.cached_tokens >= size - slack
+            for a in self.store.answers_for(doc.sha256)
+        )
 
     def _prewarm_chat(
         self,
@@ -588,24 +680,34 @@ class Answerer:
     ) -> Generator[Event, None, None]:
         """Answer from the cache, or plan, stream and store; the last event is ``Stored``.
 
-        A stopped or failed answer is stored as incomplete/failed (never served from the
-        cache) and the error is raised after it is stored.
+        The ``Stored`` event carries the answer as stored, with its checked citations and
+        its thread: the answer, the citations and the thread turn are written in one
+        transaction, and nothing is read back. Only a complete answer is a turn; one cut
+        at the token limit is stored ``truncated``. A stopped or failed answer is stored
+        as incomplete/failed (never served from the cache) and the error is raised after
+        it is stored.
         """
         cancel = cancel or threading.Event()
         hit = self.lookup(question)
         if hit is not None:
-            yield self._join_thread(question, hit)
+            yield self._serve_hit(question, hit.answer)
             return
         plan = self.plan(question)
+        self.warm_first(question, plan, cancel)
+        extra = {"endpoint": self.endpoint.url, "pid": os.getpid()}
+        created_at = time.time()
+        with self._lock:
+            seen, counted = self._seen, tuple(self._counted.values())
         answer_id = self.store.start_answer(
-            plan.key, {"endpoint": self.endpoint.url, "pid": os.getpid()}
+            plan.key, extra, created_at=created_at, seen=seen, counted=counted
         )
-        parts: list[str] = []
-        reasoning: list[str] = []
-        usage: Usage | None = None
+        with self._lock:
+            if self._seen is seen:
+                self._seen = None
+            for doc in counted:
+                self._counted.pop(doc.sha256, None)
+        record = _Record(answer_id, started=time.monotonic())
         finished: Finished | None = None
-        started = time.monotonic()
-        ttft: float | None = None
         stream: StreamingAnswer | None = None
         try:
             yield Sent(
@@ -617,6 +719,8 @@ class Answerer:
                 last_page=plan.pages.last,
                 page_count=len(question.document.pages),
                 warnings=list(plan.budget.warnings),
+                unread_pages=list(plan.unread_pages),
+                document_warnings=list(plan.unread_warnings),
                 local_tokens=plan.local_tokens,
                 server_tokens=plan.server_tokens,
             )
@@ -632,82 +736,172 @@ class Answerer:
             )
             flushed = time.monotonic()
             for event in stream:
-                if isinstance(event, AnswerDelta):
-                    parts.append(event.text)
-                elif isinstance(event, ReasoningDelta):
-                    reasoning.append(event.text)
-                elif isinstance(event, Usage):
-                    usage = event
-                elif isinstance(event, Finished):
+                if isinstance(event, Finished):
                     finished = event
-                if isinstance(event, AnswerDelta | ReasoningDelta):
-                    now = time.monotonic()
-                    if ttft is None:
-                        ttft = now - started
-                    if now - flushed >= PROGRESS_FLUSH_S:
-                        # A SIGKILL leaves this row 'running' with what arrived so far; the
-                        # next Store marks it incomplete (never served from the cache).
-                        self.store.save_progress(answer_id, "".join(parts), "".join(reasoning))
-                        flushed = now
+                elif record.take(event) and time.monotonic() - flushed >= PROGRESS_FLUSH_S:
+                    # A SIGKILL leaves this row 'running' with what arrived so far; the
+                    # next Store marks it incomplete (never served from the cache).
+                    self.store.save_progress(answer_id, record.answer, record.reasoning)
+                    flushed = time.monotonic()
                 yield event
         except GeneratorExit:
             # The consumer dropped the generator (window closed): keep what arrived.
             if stream is not None:
                 stream.cancel()
-            self._finish(
-                answer_id, "incomplete", parts, reasoning, usage, ttft, started, error="stopped"
-            )
+            self._finish(record, AnswerStatus.INCOMPLETE, error="stopped")
             raise
+        except ContextTooLong as exc:
+            refused = self._refused(question, plan, exc)
+            self._finish(record, AnswerStatus.FAILED, error=str(refused))
+            raise refused from exc
         except LongdocError as exc:
-            status = "incomplete" if isinstance(exc, Cancelled) else "failed"
-            self._finish(answer_id, status, parts, reasoning, usage, ttft, started, error=str(exc))
+            cancelled = isinstance(exc, Cancelled)
+            status = AnswerStatus.INCOMPLETE if cancelled else AnswerStatus.FAILED
+            self._finish(record, status, error=str(exc))
             raise
         except BaseException:
             if stream is not None:
                 stream.cancel()
-            self._finish(
-                answer_id, "incomplete", parts, reasoning, usage, ttft, started, error="interrupted"
-            )
+            self._finish(record, AnswerStatus.INCOMPLETE, error="interrupted")
             raise
         assert finished is not None
-        status = "complete" if finished.finish_reason in ("stop", "length") else "incomplete"
-        self._finish(
-            answer_id,
-            status,
-            parts,
-            reasoning,
-            usage,
-            ttft,
-            started,
-            finish_reason=finished.finish_reason,
+        status = status_for(finished.finish_reason)
+        checked = check_answer(
+            record.answer, question.document, plan.pages.first, plan.pages.last, plan.key.question
         )
-        stored = self.store.get_answer(answer_id)
-        assert stored is not None
-        yield self._join_thread(question, Stored(stored, from_cache=False))
+        turn = self._turn(question) if status is AnswerStatus.COMPLETE else None
+        thread_id = self._finish(
+            record, status, finish_reason=finished.finish_reason, citations=checked, turn=turn
+        )
+        answer = record.stored(plan.key, status, finished.finish_reason, created_at, extra)
+        answer.citations = checked
+        yield Stored(answer, from_cache=False, thread_id=thread_id)
+
+    def _refused(self, question: Question, plan: Plan, exc: ContextTooLong) -> DocumentTooLarge:
+        """The engine's own "too long" refusal as Longdoc's own: the exact count Longdoc
+        made, the limit the engine named (vLLM's "at least N" is only a bound), and pages
+        that fit."""
+        limits = plan.budget.limits
+        named = refused_context(str(exc))
+        if named is not None and named < limits.context_length:
+            limits = ContextLimits(named, limits.max_input, "the server's refusal")
+        reserve = question.max_tokens or self.settings.answer_reserve
+        budget = plan_budget(plan.budget.prompt_tokens, limits, reserve)
+        return refusal(question.document, plan.pages, budget)
 
     def _finish(
         self,
-        answer_id: int,
-        status: str,
-        parts: list[str],
-        reasoning: list[str],
-        usage: Usage | None,
-        ttft: float | None,
-        started: float,
+        record: _Record,
+        status: AnswerStatus,
         *,
         finish_reason: str | None = None,
         error: str | None = None,
-    ) -> None:
-        self.store.finish_answer(
-            answer_id,
+        citations: CheckedCitations | None = None,
+        turn: NewTurn | None = None,
+    ) -> int | None:
+        record.error = error
+        record.total_s = time.monotonic() - record.started
+        usage = record.usage
+        return self.store.finish_answer(
+            record.answer_id,
             status=status,
-            answer="".join(parts),
-            reasoning="".join(reasoning),
+            answer=record.answer,
+            reasoning=record.reasoning,
             finish_reason=finish_reason,
             error=error,
             prompt_tokens=usage.prompt_tokens if usage else None,
             completion_tokens=usage.completion_tokens if usage else None,
             cached_tokens=usage.cached_tokens if usage else None,
-            ttft_s=ttft,
-            total_s=time.monotonic() - started,
+            ttft_s=record.ttft_s,
+            total_s=record.total_s,
+            citations=citations,
+            turn=turn,
+        )
+
+
+def status_for(finish_reason: str) -> AnswerStatus:
+    """The status of an answer whose stream ended with ``finish_reason``.
+
+    "length" is the token limit (``--max-tokens``): the answer, or the reasoning before
+    it, was cut, so it is ``truncated`` (never a turn, never a cache hit).
+    """
+    if finish_reason == "stop":
+        return AnswerStatus.COMPLETE
+    if finish_reason == "length":
+        return AnswerStatus.TRUNCATED
+    return AnswerStatus.INCOMPLETE
+
+
+@dataclass
+class _Record:
+    """What has streamed of one answer so far, and its timings."""
+
+    answer_id: int
+    started: float
+    parts: list[str] = field(default_factory=list)
+    thinking: list[str] = field(default_factory=list)
+    usage: Usage | None = None
+    ttft_s: float | None = None
+    total_s: float | None = None
+    error: str | None = None
+
+    def take(self, event: StreamEvent) -> bool:
+        """Keep an event's text or figures; True when text arrived."""
+        if isinstance(event, Usage):
+            self.usage = event
+            return False
+        if isinstance(event, AnswerDelta):
+            self.parts.append(event.text)
+        elif isinstance(event, ReasoningDelta):
+            self.thinking.append(event.text)
+        else:
+            return False
+        if self.ttft_s is None:
+            self.ttft_s = time.monotonic() - self.started
+        return True
+
+    @property
+    def answer(self) -> str:
+        """The answer so far."""
+        return "".join(self.parts)
+
+    @property
+    def reasoning(self) -> str:
+        """The reasoning so far."""
+        return "".join(self.thinking)
+
+    def stored(
+        self,
+        key: AnswerKey,
+        status: AnswerStatus,
+        finish_reason: str | None,
+        created_at: float,
+        extra: dict[str, Any],
+    ) -> StoredAnswer:
+        """The answer as ``finish_answer`` stored it (built here, not read back)."""
+        usage = self.usage
+        return StoredAnswer(
+            id=self.answer_id,
+            document_sha=key.document_sha,
+            question=key.question,
+            model=key.model,
+            prompt_version=key.prompt_version,
+            thinking=key.thinking,
+            first_page=key.first_page,
+            last_page=key.last_page,
+            max_tokens=key.max_tokens,
+            answer=self.answer,
+            reasoning=self.reasoning,
+            finish_reason=finish_reason,
+            status=status,
+            error=self.error,
+            prompt_tokens=usage.prompt_tokens if usage else None,
+            completion_tokens=usage.completion_tokens if usage else None,
+            cached_tokens=usage.cached_tokens if usage else None,
+            ttft_s=self.ttft_s,
+            total_s=self.total_s,
+            created_at=created_at,
+            extra=dict(extra),
+            more_documents=key.more_documents,
+            history=key.history,
         )

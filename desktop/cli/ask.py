@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from desktop.cli.commands import add_command
+from desktop.cli.options import add_server_options, token_count
 from desktop.errors import (
     COMMON_EXIT_CODES,
     EXIT_DOCUMENT,
@@ -31,9 +33,9 @@ RESET = "\x1b[0m"
 
 def register(sub: Any) -> None:
     """Add the ``ask`` command."""
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "ask",
-        help="ask a question about a whole document",
         description="Ask a question about a whole document. The complete text (or the chosen "
         "page range) goes to the model in one prompt; nothing is truncated. The answer streams "
         "to stdout, the model's reasoning to stderr.",
@@ -71,9 +73,7 @@ def register(sub: Any) -> None:
         metavar="ID",
         help="continue thread ID (ask --json prints each answer's thread_id)",
     )
-    p.add_argument("--endpoint", metavar="URL", help="server URL (default: managed server)")
-    p.add_argument("--model", metavar="NAME", help="model name (default: the server's)")
-    p.add_argument("--api-key", metavar="KEY", help="API key for the server")
+    add_server_options(p)
     p.add_argument(
         "--max-tokens",
         type=token_count,
@@ -81,14 +81,6 @@ def register(sub: Any) -> None:
         help="the longest answer in tokens, reasoning included; also the answer reserve the "
         "budget keeps free in the context (default: answer_reserve, 16384; shrinks to 2048 "
         "with a warning when the document needs the room)",
-    )
-    p.add_argument(
-        "--context-length",
-        type=token_count,
-        metavar="N",
-        help="the server's context length in tokens, for servers that do not report it "
-        "(when both exist the smaller wins; default: LONGDOC_CONTEXT_LENGTH, context_length "
-        "in longdoc.toml)",
     )
     p.add_argument(
         "--check-tokens",
@@ -103,19 +95,6 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_ask)
 
 
-def token_count(text: str) -> int:
-    """An argparse type: a whole number of tokens from 1 to config.MAX_TOKENS."""
-    from desktop.config import MAX_TOKENS
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 1 <= value <= MAX_TOKENS:
-        raise argparse.ArgumentTypeError(f"{value:,} is not between 1 and {MAX_TOKENS:,}")
-    return value
-
-
 def report_token_check(local: int, remote: int | None) -> None:
     """Print the local and the server's prompt token counts; warn when they differ."""
     from desktop.cli.common import warn
@@ -123,7 +102,7 @@ def report_token_check(local: int, remote: int | None) -> None:
     if remote is None:
         print(
             f"Prompt: {local:,} tokens (the server cannot count chat messages; "
-            "SGLang 0.5.15 or newer can).",
+            "SGLang 0.5.15 or newer and vLLM can).",
             file=sys.stderr,
         )
     elif remote == local:
@@ -181,13 +160,15 @@ def pick_thread(store: Store, doc: Document, args: argparse.Namespace) -> Thread
 
 def cmd_ask(args: argparse.Namespace) -> int:
     """Ask, stream, store; print JSON at the end with --json."""
-    from desktop.answering.citations import answer_checks
-    from desktop.answering.events import AnswerDelta, Finished, ReasoningDelta, Sent, Stored
-    from desktop.answering.format import ago
+    from desktop.answering.ask_json import ask_json, document_json
+    from desktop.answering.events import AnswerDelta, ReasoningDelta, Sent, Stored
+    from desktop.answering.format import ago, truncation_note
     from desktop.answering.pages import PageRange, describe, parse_range
+    from desktop.answering.scans import damaged_pages
     from desktop.answering.service import Answerer, Question, resolve_endpoint
-    from desktop.cli.common import managed_server, open_store, settings_from, warn
+    from desktop.cli.common import managed_server, open_store, warn
     from desktop.cli.ingest import json_path
+    from desktop.cli.options import settings_from
     from desktop.library import open_document
 
     settings = settings_from(args)
@@ -195,6 +176,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
     store = open_store()
     try:
         doc, _ = open_document(args.path, store)
+        if not args.json:  # with --json they are the document's "warnings"
+            for note in doc.warnings:
+                warn(f"{display_path(args.path)}: {note}")
         pages = None
         if args.pages:
             try:
@@ -214,12 +198,14 @@ def cmd_ask(args: argparse.Namespace) -> int:
             )
         tty_err = sys.stderr.isatty()
         final: Stored | None = None
+        sent: Sent | None = None
         in_reasoning = False
         answered = False
         events = answerer.ask(question)
         try:
             for event in events:
                 if isinstance(event, Sent):
+                    sent = event
                     if args.check_tokens:
                         report_token_check(event.local_tokens, event.server_tokens)
                     for warning in event.warnings:
@@ -241,12 +227,6 @@ def cmd_ask(args: argparse.Namespace) -> int:
                     sys.stdout.write(event.text)
                     sys.stdout.flush()
                     answered = True
-                elif isinstance(event, Finished) and not args.json:
-                    if event.finish_reason == "length":
-                        warn(
-                            "the answer reached the token limit and was cut; "
-                            "raise --max-tokens to allow more"
-                        )
                 elif isinstance(event, Stored):
                     final = event
                     if event.from_cache and args.check_tokens:
@@ -262,36 +242,17 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 sys.stdout.flush()
         assert final is not None
         answer = final.answer
-        checks = answer_checks(store, answer, doc)
+        checks = list(answer.citations.items) if answer.citations else []
+        if answer.truncated:
+            warn(truncation_note(answer))
         if args.json:
-            print(
-                json.dumps(
-                    {
-                        "document": {
-                            "path": json_path(args.path),
-                            "sha256": doc.sha256,
-                            "title": doc.title,
-                            "pages": len(doc.pages),
-                            "tokens": doc.tokens,
-                        },
-                        "question": args.question,
-                        "answer": answer.answer,
-                        "reasoning": answer.reasoning,
-                        "from_cache": final.from_cache,
-                        "model": answer.model,
-                        "finish_reason": answer.finish_reason,
-                        "usage": {
-                            "prompt_tokens": answer.prompt_tokens,
-                            "completion_tokens": answer.completion_tokens,
-                            "cached_tokens": answer.cached_tokens,
-                        },
-                        "timings": {"ttft_s": answer.ttft_s, "total_s": answer.total_s},
-                        "citations": [check.to_json() for check in checks],
-                        "thread_id": final.thread_id,
-                    },
-                    ensure_ascii=False,
-                )
+            # Unread pages: from what was sent, else (a cached answer) the damaged ones.
+            unread = (
+                sent.unread_pages if sent is not None else damaged_pages(doc, question.page_range())
             )
+            notes = [*doc.warnings, *(sent.document_warnings if sent is not None else [])]
+            document = document_json(doc, json_path(args.path), warnings=notes, unread_pages=unread)
+            print(json.dumps(ask_json(final, args.question, document), ensure_ascii=False))
         else:
             if final.from_cache:
                 if thinking and answer.reasoning:

@@ -14,6 +14,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from desktop.cli.commands import add_command
+from desktop.cli.options import add_setting_options
 from desktop.config import data_dir, load_settings, with_overrides
 from desktop.errors import (
     COMMON_EXIT_CODES,
@@ -23,6 +25,7 @@ from desktop.errors import (
     LongdocError,
     exit_codes_help,
 )
+from longdoc_net.endpoint import Phase
 from server_manager import ServerManager, ServerManagerError, ServerStatus, Stage
 from server_manager.errors import (
     EXIT_IMAGE_MISSING,
@@ -33,10 +36,11 @@ from server_manager.errors import (
     EXIT_OTHER_SERVER_RUNNING,
     EXIT_PORT_IN_USE,
     EXIT_PROFILE_INVALID,
+    EXIT_RUNTIME_DOWN,
     EXIT_RUNTIME_PERMISSION,
     EXIT_SERVER_FAILED,
 )
-from server_manager.profiles import available_profiles
+from server_manager.manager import endpoint_status
 
 # Only the codes each subcommand can return (desktop.errors.EXIT_CODES words them).
 _START = (
@@ -51,13 +55,15 @@ _START = (
     EXIT_PROFILE_INVALID,
     EXIT_SERVER_FAILED,
     EXIT_OTHER_SERVER_RUNNING,
+    EXIT_RUNTIME_DOWN,  # the runtime's daemon is down (docker version cannot reach it)
 )
 SUBCOMMAND_EXIT_CODES: dict[str, tuple[int, ...]] = {
     "start": _START,
     "restart": _START,
     # The runtime not answering; another process holding the start/stop lock.
     "stop": (*COMMON_EXIT_CODES, EXIT_RUNTIME_PERMISSION, EXIT_SERVER_FAILED),
-    "status": COMMON_EXIT_CODES,
+    # An endpoint that does not answer or refuses the key (4); the runtime's daemon down.
+    "status": (*COMMON_EXIT_CODES, EXIT_SERVER_UNAVAILABLE, EXIT_RUNTIME_DOWN),
     "logs": (*COMMON_EXIT_CODES, EXIT_NOT_RUNNING),
     # Talks to the server (4, 5) and reports a missed needle (7).
     "selftest": (
@@ -179,12 +185,31 @@ def _format_status(status: ServerStatus) -> str:
 
 @_edge
 def cmd_status(args: argparse.Namespace) -> int:
-    """Print the server's state (``--json``: the documented object)."""
-    status = _manager(args).status()
+    """Print the server's state (``--json``: the documented object).
+
+    With an endpoint set (``LONGDOC_ENDPOINT``, ``endpoint`` in longdoc.toml) the state of
+    that server, which Longdoc does not manage. Exit 0 unless the server cannot be used:
+    4 when an endpoint (or an external profile's server) does not answer or refuses the
+    key, 20 while the container runtime's daemon is down.
+    """
+    settings = load_settings()
+    if settings.endpoint:
+        status = endpoint_status(settings.endpoint, settings.api_key, settings.model)
+    else:
+        status = _manager(args).status()
     if args.json:
         _print_json(status.to_json())
     else:
         print(_format_status(status))
+    return _status_code(status)
+
+
+def _status_code(status: ServerStatus) -> int:
+    """The exit code of ``server status``: whether the server can be used now."""
+    if status.state == Phase.RUNTIME_DOWN:
+        return EXIT_RUNTIME_DOWN
+    if status.external and status.state in (Phase.STOPPED, Phase.FAILED):
+        return EXIT_SERVER_UNAVAILABLE
     return 0
 
 
@@ -203,16 +228,15 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add ``server`` and its subcommands to the ``longdoc`` parser."""
-    server = subparsers.add_parser(
+    server = add_command(
+        subparsers,
         "server",
-        help="start, stop and watch the local inference server",
         description="Start, stop and watch the local SGLang server (docker, podman or a "
         "host process), or use an external one, as the profile says.",
         epilog=exit_codes_help(EXIT_CODES),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = server.add_subparsers(dest="server_command", metavar="SUBCOMMAND", required=True)
-    profiles = ", ".join(available_profiles(None))
 
     def add(
         name: str,
@@ -228,12 +252,7 @@ def register(subparsers: Any) -> None:
             epilog=exit_codes_help(SUBCOMMAND_EXIT_CODES[name]),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        parser.add_argument(
-            "--profile",
-            metavar="NAME",
-            default=None,
-            help=f"server profile (bundled: {profiles}; or one of yours in <data dir>/profiles)",
-        )
+        add_setting_options(parser, "profile")
         if json_help is not None:
             parser.add_argument("--json", action="store_true", help=json_help)
         parser.set_defaults(func=func)

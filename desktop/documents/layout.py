@@ -99,10 +99,14 @@ def anchor(page: Page, ambiguous: bool = False) -> str:
     return f"[Page {label}]"
 
 
-def block_head(title: str) -> str:
-    """The block's opening: the tag and the title line (ends with a newline)."""
+def block_head(title: str, letter: str = "") -> str:
+    """The block's opening: the tag and the title line (ends with a newline).
+
+    A document of a set carries its letter in the tag, ``<document id="B">``.
+    """
     shown = _shorten(defuse(title, inline=True), TITLE_MAX) or UNTITLED
-    return f"{DOCUMENT_OPEN}\nTitle: {shown}\n"
+    tag = f'<document id="{letter}">' if letter else DOCUMENT_OPEN
+    return f"{tag}\nTitle: {shown}\n"
 
 
 def page_piece(page: Page, ambiguous: bool = False) -> str:
@@ -117,9 +121,9 @@ def page_pieces(pages: Sequence[Page]) -> list[str]:
     return [page_piece(p, p.label in repeated) for p in pages]
 
 
-def block_from_pieces(title: str, pieces: Sequence[str]) -> str:
+def block_from_pieces(title: str, pieces: Sequence[str], letter: str = "") -> str:
     """The block for some pages' pieces (a range is a slice of the document's pieces)."""
-    return block_head(title) + "".join(pieces) + DOCUMENT_CLOSE
+    return block_head(title, letter) + "".join(pieces) + DOCUMENT_CLOSE
 
 
 def document_block(title: str, pages: Sequence[Page]) -> str:

@@ -34,6 +34,7 @@ from desktop.answering.pages import describe, format_range, parse_range
 from desktop.answering.prompt import PageRange
 from desktop.answering.service import Question
 from desktop.answering.threads import Thread, history_messages
+from desktop.answers import StoredAnswer
 from desktop.documents.model import Document
 from desktop.errors import (
     Cancelled,
@@ -44,7 +45,7 @@ from desktop.errors import (
     ServerUnavailable,
     ThreadTooLong,
 )
-from desktop.store.db import StoredAnswer
+from desktop.reports import write_report
 from desktop.ui import messages, quote_marks, tasks
 from desktop.ui.answer_view import AnswerView
 from desktop.ui.budget_bar import BudgetBar
@@ -845,6 +846,15 @@ class AskPanel(QWidget):
         )
         self._show_thread(thread)
 
+    def open_answer(self, answer: StoredAnswer) -> None:
+        """Show a stored answer about the open document and continue its thread (a search
+        hit), as picking it from the history does."""
+        if self.busy or self.document is None or answer.document_sha != self.document.sha256:
+            return
+        self.answer_view.show_answer(answer, len(self.document.pages))
+        self.check_quotes(answer)
+        self._open_thread_at(answer)
+
     def _open_thread_at(self, answer: StoredAnswer) -> None:
         """An answer picked from the history: its thread up to it, so the next question
         follows up on what is shown (after later turns, the core starts a branch)."""
@@ -901,11 +911,10 @@ class AskPanel(QWidget):
             return
         if not self._page_chars:
             self._page_chars = sum(len(p.text) for p in doc.pages)
-        store = self.session.store
 
         def job() -> list[QuoteCheck]:
-            # As the CLI does: the pages asked about, the index kept, the checks stored.
-            return quote_marks.check_quotes(store, answer, doc)
+            # As the CLI does: the checks the core stored with the answer.
+            return quote_marks.check_quotes(answer, doc)
 
         def show(checks: list[QuoteCheck]) -> None:
             # Still the same answer about the same document on screen?
@@ -913,7 +922,7 @@ class AskPanel(QWidget):
             if self.document is doc and shown is not None and shown.id == answer.id:
                 self.answer_view.show_quote_checks(checks, doc.pages)
 
-        if "citations" in answer.extra or (  # stored with the answer: read back at once
+        if answer.citations is not None or (  # stored with the answer: read at once
             self._page_chars <= QUOTE_CHECK_INLINE_CHARS
             and len(answer.answer) <= QUOTE_CHECK_INLINE_ANSWER_CHARS
         ):
@@ -984,9 +993,9 @@ class AskPanel(QWidget):
         if not path:
             return
         try:
-            Path(path).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            messages.error(f"Could not save {path}: {exc.strerror or exc}", self, serious=True)
+            write_report(Path(path), text)
+        except LongdocError as exc:
+            messages.error(f"Could not save the export: {exc}", self, serious=True)
             return
         messages.info(f"Saved {path}.")
 

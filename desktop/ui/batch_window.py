@@ -51,9 +51,9 @@ from desktop.batch import (
     default_concurrency,
     load_style,
     report_format,
-    write_atomically,
 )
 from desktop.errors import LongdocError
+from desktop.reports import write_report
 from desktop.ui import messages, tasks
 from desktop.ui.session import Session
 
@@ -448,7 +448,7 @@ class BatchWindow(QDialog):
         """Write the report (format from the suffix) atomically; optionally open it."""
         assert self.report is not None
         try:
-            write_atomically(path, self.report.render(report_format(path, None)))
+            write_report(path, self.report.render(report_format(path, None)))
         except LongdocError as exc:
             messages.error(str(exc))
             return path

@@ -2,7 +2,7 @@
 
 The image is a near-empty rootfs (``podman import``) whose entry point is the host's Python,
 bind-mounted read-only with the project and its virtualenv, running the project's own
-SGLang-compatible server (``tests/support/sglang_server.py``). Nothing is pulled.
+SGLang-compatible server (``tests/support/sglang_server/``). Nothing is pulled.
 """
 
 from __future__ import annotations
@@ -175,10 +175,13 @@ def server_args(startup_delay: float = 1.0, extra: tuple[str, ...] = ()) -> list
 
 @pytest.fixture
 def model_dir(tmp_path: Path) -> Path:
-    """A model directory with a config.json (the test server reads nothing from it)."""
+    """A model directory that passes the start's checks (config.json, a weight file, the
+    tokenizer); the test server reads nothing from it."""
     path = tmp_path / "model"
     path.mkdir()
     (path / "config.json").write_text('{"architectures": ["Qwen3_5MoeForConditionalGeneration"]}')
+    (path / "model.safetensors").write_bytes(b"\0" * 16)
+    (path / "tokenizer.json").write_text("{}")
     return path
 
 
@@ -293,19 +296,6 @@ def managed_home(home: Path) -> Iterator[Path]:
     with contextlib.suppress(Exception):
         ServerManager(home, Settings()).stop()
     _cleanup(home)
-
-
-def longdoc_cli(home: Path, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
-    """Run ``longdoc server ...`` in another process."""
-    env = {**os.environ, "LONGDOC_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "desktop.cli.main", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def wait_for(predicate: Callable[[], object], timeout: float = 30, what: str = "") -> object:

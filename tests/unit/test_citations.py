@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pypdfium2 as pdfium
 import pytest
 
+from desktop.answering.ask_json import citation_json
 from desktop.answering.citations import (
     CHECK_VERSION,
+    CheckedCitations,
     CitationCheck,
     PageIndex,
     QuoteStatus,
     answer_checks,
     as_quote_checks,
+    check_answer,
     check_citations,
     find_citations,
     index_for,
@@ -36,6 +36,7 @@ from desktop.documents.ingest import extract
 from desktop.documents.model import Document, Page
 from desktop.store.db import AnswerKey, Store
 from tests.conftest import API_KEY, ROOT
+from tests.support.cli import longdoc
 from tests.support.sglang_server import FakeSGLang
 
 GEOTOPO_PDF = Path("009-pdflatex-geotopo") / "GeoTopo-komprimiert.pdf"
@@ -183,14 +184,14 @@ def test_quote_statuses_on_real_text(geotopo: Document) -> None:
     ]
     assert [c.found_on for c in checks] == [(2,), (2,), (2,), (2,), None, None, None, None]
     assert [c.pages for c in checks] == [(2,), (2,), (2,), (3,), (2,), (2,), (2,), (4,)]
-    assert checks[3].to_json() == {
+    assert citation_json(checks[3]) == {
         "pages": [3],
         "label": "iii",
         "quote": "Dieses Skript wurde im Wintersemester 2013/2014",
         "status": "other_page",
         "found_on": [2],
     }
-    assert checks[-1].to_json()["quote"] is None
+    assert citation_json(checks[-1])["quote"] is None
     assert answer[checks[0].start : checks[0].end].endswith("[p. ii]")
 
 
@@ -267,19 +268,35 @@ def test_checked_citations_are_stored_with_the_answer(tmp_path: Path) -> None:
     key = AnswerKey(doc.sha256, "Cap?", "m", "1", True, 1, len(PAGES), 100)
     answer_id = store.start_answer(key, {"pid": 1})
     text = 'Capped: "liability is capped at EUR 2,000,000" [p. 1], see [p. A-2].'
-    store.finish_answer(answer_id, status="complete", answer=text, reasoning="")
-    answer = store.get_answer(answer_id)
-    assert answer is not None
-    first = answer_checks(store, answer, doc)
+    checked = check_answer(text, doc, 1, len(PAGES), "Cap?")
+    store.finish_answer(answer_id, status="complete", answer=text, reasoning="", citations=checked)
+    first = list(checked.items)
     assert [c.status for c in first] == [QuoteStatus.VERIFIED, QuoteStatus.UNQUOTED]
     again = store.get_answer(answer_id)
     assert again is not None
     assert again.extra["pid"] == 1
-    assert again.extra["citations"]["version"] == CHECK_VERSION
+    assert again.citations is not None and again.citations.version == CHECK_VERSION
     # Read back as stored, not checked again: a changed text would give another result.
     changed = Document(doc.sha256, doc.path, "pdf", "t", [Page(1, "1", "nothing")])
-    assert answer_checks(store, again, changed) == first
+    assert answer_checks(again, changed) == first
     assert [CitationCheck.from_stored(c.to_stored()) for c in first] == first
+    store.close()
+
+
+def test_reading_old_checks_checks_again_and_writes_nothing(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db.sqlite")
+    doc = Document("e" * 64, "/x.pdf", "pdf", "t", list(PAGES))
+    store.save_document(doc)
+    key = AnswerKey(doc.sha256, "Cap?", "m", "1", True, 1, len(PAGES), 100)
+    answer_id = store.start_answer(key)
+    text = 'Capped: "liability is capped at EUR 2,000,000" [p. 1].'
+    old = CheckedCitations(CHECK_VERSION - 1, ())
+    store.finish_answer(answer_id, status="complete", answer=text, reasoning="", citations=old)
+    answer = store.get_answer(answer_id)
+    assert answer is not None and answer.citations == old
+    assert [c.status for c in answer_checks(answer, doc)] == [QuoteStatus.VERIFIED]
+    again = store.get_answer(answer_id)
+    assert again is not None and again.citations == old  # a read wrote nothing
     store.close()
 
 
@@ -347,16 +364,6 @@ def server() -> Iterator[FakeSGLang]:
         yield fake
 
 
-def longdoc(home: Path, server: FakeSGLang, *args: str) -> subprocess.CompletedProcess[str]:
-    """``longdoc ask`` from this tree (not whatever ``longdoc`` is installed)."""
-    env = {**os.environ, "LONGDOC_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    for var in ("LONGDOC_ENDPOINT", "LONGDOC_MODEL", "LONGDOC_API_KEY"):
-        env.pop(var, None)
-    command = [sys.executable, "-m", "desktop.cli.main", "ask", *args]
-    command += ["--endpoint", server.url, "--api-key", API_KEY, "--no-think"]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
-
-
 ANSWER = (
     'Er schreibt "die Mitschriften einiger Übungen und Tutorien" [p. ii], '
     '"Dieses Skript wurde im Wintersemester 2013/2014" [p. III] '
@@ -369,7 +376,18 @@ def test_ask_json_reports_citations_and_a_cached_answer_keeps_them(
 ) -> None:
     server.behaviour.update(answer_text=ANSWER)
     pdf = str(ROOT.parent / "shared" / "corpus" / "pdf-samples" / GEOTOPO_PDF)
-    first = longdoc(tmp_path, server, pdf, "Worum geht es?", "--json", "--pages", "i..iii")
+    first = longdoc(
+        "ask",
+        pdf,
+        "Worum geht es?",
+        "--json",
+        "--pages",
+        "i..iii",
+        "--no-think",
+        home=tmp_path,
+        server=server,
+        api_key=API_KEY,
+    )
     assert first.returncode == 0, first.stderr
     data = json.loads(first.stdout)
     assert data["from_cache"] is False
@@ -404,8 +422,19 @@ def test_ask_json_reports_citations_and_a_cached_answer_keeps_them(
     store = Store(tmp_path / "longdoc.db")
     [stored] = store.answers_for(data["document"]["sha256"])
     store.close()
-    assert len(stored.extra["citations"]["items"]) == 4
-    again = longdoc(tmp_path, server, pdf, "Worum geht es?", "--json", "--pages", "1-3")
+    assert stored.citations is not None and len(stored.citations.items) == 4
+    again = longdoc(
+        "ask",
+        pdf,
+        "Worum geht es?",
+        "--json",
+        "--pages",
+        "1-3",
+        "--no-think",
+        home=tmp_path,
+        server=server,
+        api_key=API_KEY,
+    )
     cached = json.loads(again.stdout)
     assert cached["from_cache"] is True
     assert cached["citations"] == data["citations"]
@@ -416,7 +445,17 @@ def test_plain_ask_flags_unverified_quotes_in_the_answer(
 ) -> None:
     server.behaviour.update(answer_text=ANSWER)
     pdf = str(ROOT.parent / "shared" / "corpus" / "pdf-samples" / GEOTOPO_PDF)
-    result = longdoc(tmp_path, server, pdf, "Worum geht es?", "--pages", "ii..iii")
+    result = longdoc(
+        "ask",
+        pdf,
+        "Worum geht es?",
+        "--pages",
+        "ii..iii",
+        "--no-think",
+        home=tmp_path,
+        server=server,
+        api_key=API_KEY,
+    )
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert out.startswith(ANSWER)
@@ -433,7 +472,17 @@ def test_bad_page_range_is_one_error_line_naming_the_labels(
     server: FakeSGLang, tmp_path: Path
 ) -> None:
     pdf = str(ROOT.parent / "shared" / "corpus" / "pdf-samples" / GEOTOPO_PDF)
-    result = longdoc(tmp_path, server, pdf, "Q?", "--pages", "x..iii")
+    result = longdoc(
+        "ask",
+        pdf,
+        "Q?",
+        "--pages",
+        "x..iii",
+        "--no-think",
+        home=tmp_path,
+        server=server,
+        api_key=API_KEY,
+    )
     assert result.returncode == 2
     [line] = result.stderr.strip().splitlines()
     assert line.startswith("Error: ")
