@@ -58,6 +58,7 @@ from server_manager import ServerManager, ServerStatus
 log = logging.getLogger("longdoc.ui")
 
 INFO_TIMEOUT_MS = 6_000
+LIBRARY_SHARE = 0.35  # the library's widest share of the window (beside the first-run view)
 MESSAGE_LOG_SIZE = 500
 
 
@@ -131,6 +132,9 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(0, 2)
         self.splitter.setStretchFactor(1, 5)
         self.splitter.setStretchFactor(2, 4)
+        # The first-run view takes what the window gains (the platform may settle its
+        # size after the splitter was laid out): not the library, which got 1,330 px.
+        self.splitter.setStretchFactor(3, 9)
         self.splitter.setChildrenCollapsible(False)
         # Explicit minimums: the toolbars' own hints would add up to more than a small
         # laptop screen (or the 800-pixel offscreen one) and push the window off screen.
@@ -464,6 +468,9 @@ class MainWindow(QMainWindow):
         # The library keeps its width beside the first-run view if that has one (the user's
         # choice, or the saved layout), else the width it had beside the panes.
         library = sizes[0] if sizes[3] else (self._pane_sizes[0] if self._pane_sizes else 280)
+        # Never most of the window: sizes given to hidden panes fall to the library (a
+        # fresh start gave it 1,330 px and the first-run card 30).
+        library = max(150, min(library, int(total * LIBRARY_SHARE)))
         if shown:
             self.splitter.setSizes([library, 0, 0, max(total - library, 1)])
         elif self._pane_sizes:
@@ -661,6 +668,9 @@ class MainWindow(QMainWindow):
         store = ui_settings()
         store.setValue("window/geometry", self.saveGeometry())
         for name, splitter in self._splitters().items():
+            sizes = splitter.sizes()
+            if name == "main" and sizes[0] > LIBRARY_SHARE * max(sum(sizes), 1) + 1:
+                continue  # a squeezed layout is not kept to come back next time
             store.setValue(f"splitters/{name}", splitter.saveState())
         store.sync()
 
