@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from desktop.errors import ServerRedirected
 from desktop.net import auth_headers, urlopen
 
 Status = Literal["ok", "warning", "problem"]
@@ -532,7 +533,18 @@ def check_server(ctx: Context, facts: _ServerFacts) -> list[Check]:
                 "Set endpoint in Settings, or choose a managed profile.",
             )
         ]
-    status, data = _get_json(f"{endpoint}/v1/models", _server_key(ctx, facts))
+    try:
+        status, data = _get_json(f"{endpoint}/v1/models", _server_key(ctx, facts))
+    except ServerRedirected as exc:
+        return [
+            Check(
+                "Server",
+                "problem",
+                str(exc),
+                "Set the endpoint to the server's own address (the one the redirect names "
+                "only if you trust that host).",
+            )
+        ]
     managed = not ctx.endpoint and profile is not None and profile.kind != "external"
     if status == 0:
         if managed:

@@ -282,6 +282,10 @@ class ServerUnreachable(ServerUnavailable):
     """Nothing answers at the endpoint."""
 
 
+class ServerRedirected(ServerUnavailable):
+    """The endpoint answered a redirect, which Longdoc never follows."""
+
+
 class ServerLoading(ServerUnavailable):
     """The server answers 503: still loading the model (or shutting down)."""
 

@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import API_KEY
 from tests.support.sglang_server import FakeSGLang
@@ -107,3 +112,127 @@ def test_review_grid_cells_never_start_a_formula(
     cells = [c for row in rows for c in row]
     assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]
     assert rows[1][5].startswith("'=HYPERLINK(")
+
+
+# --- item 8: redirects ----------------------------------------------------------------------
+
+
+class _Recorder(ThreadingHTTPServer):
+    """A loopback HTTP server: records every request; answers models, redirects ``redirect``."""
+
+    daemon_threads = True
+
+    def __init__(self, redirect: set[str] | None, location: str = "") -> None:
+        self.redirect = redirect  # None: every path
+        self.location = location
+        self.seen: list[tuple[str, str, dict[str, str]]] = []
+        super().__init__(("127.0.0.1", 0), _RecorderHandler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _RecorderHandler(BaseHTTPRequestHandler):
+    server: _Recorder
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def _handle(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        if length:
+            self.rfile.read(length)
+        self.server.seen.append((self.command, self.path, dict(self.headers)))
+        redirect = self.server.redirect
+        if redirect is None or self.path.split("?")[0] in redirect:
+            self.send_response(307 if self.command == "POST" else 302)
+            self.send_header("Location", self.server.location + self.path)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if self.path.startswith("/v1/models"):
+            body = json.dumps({"object": "list", "data": [
+                {"id": "m", "object": "model", "max_model_len": 262144}]}).encode()  # fmt: skip
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+        else:
+            body = b'{"error": "not here"}'
+            self.send_response(404)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _handle
+
+
+REDIRECTED = [
+    ("ask", {"/v1/models"}),
+    ("ask", {"/v1/chat/completions"}),
+    ("ask", {"/server_info"}),
+    ("warm", {"/v1/completions", "/generate"}),
+    ("summarize", {"/v1/chat/completions"}),
+    ("doctor", None),
+    ("selftest", None),
+]
+
+
+@pytest.mark.parametrize(("command", "paths"), REDIRECTED)
+def test_no_request_follows_a_redirect(
+    home: Path, tmp_path: Path, command: str, paths: set[str] | None
+) -> None:
+    elsewhere = _Recorder(redirect=set())
+    server = _Recorder(paths, location=elsewhere.url.replace("127.0.0.1", "localhost"))
+    doc = docs(tmp_path / "docs", 1) / "doc-0.md"
+    args = {
+        "ask": ["ask", str(doc), "What is the fee?"],
+        "warm": ["warm", str(doc)],
+        "summarize": ["summarize", str(doc)],
+        "doctor": ["doctor"],
+        "selftest": ["server", "selftest", "--lengths", "8k"],
+    }[command]
+    full = {**os.environ, "LONGDOC_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "desktop.cli.main", *args, "--endpoint", server.url,
+         "--api-key", "secret-key"],
+        capture_output=True, text=True, env=full, timeout=300, check=False,
+    )  # fmt: skip
+    try:
+        assert elsewhere.seen == [], elsewhere.seen
+        if command == "doctor":
+            assert done.returncode == 7, done.stderr + done.stdout
+            assert "redirect" in done.stdout and server.url in done.stdout
+            return
+        assert server.seen, done.stderr
+        if command == "summarize":
+            assert done.returncode == 6, done.stderr
+            assert "redirect" in done.stdout + done.stderr
+            return
+        assert done.returncode == 4, done.stderr
+        line = one_error(done.stderr)
+        assert "redirect" in line and server.url in line
+    finally:
+        for each in (server, elsewhere):
+            each.shutdown()
+            each.server_close()
+
+
+def test_model_info_and_the_server_manager_probes_follow_no_redirect() -> None:
+    from desktop.answering.scans import reads_images
+    from desktop.errors import ServerRedirected
+    from server_manager import probe
+
+    elsewhere = _Recorder(redirect=set())
+    server = _Recorder(None, location=elsewhere.url)
+    try:
+        with pytest.raises(ServerRedirected, match="redirect"):
+            reads_images(server.url + "/v1", "secret-key")
+        assert probe.get(server.url + "/v1/models", "secret-key").status != 200
+        assert not probe.lists_model(server.url, "secret-key", "")
+        assert probe.health(server.url) != "ok"
+        assert len(server.seen) == 4 and elsewhere.seen == []
+    finally:
+        for each in (server, elsewhere):
+            each.shutdown()
+            each.server_close()
