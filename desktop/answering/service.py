@@ -73,6 +73,7 @@ from desktop.errors import (
     NoServerConfigured,
     ServerError,
     ServerUnavailable,
+    StreamBroken,
     ThreadTooLong,
     UsageError,
 )
@@ -91,6 +92,9 @@ PROGRESS_FLUSH_S = 1.0
 
 # Where a stated context length comes from, for messages (precedence: --context-length >
 # LONGDOC_CONTEXT_LENGTH > context_length in longdoc.toml > the external profile's key).
+# Far past any model's context (2^31 tokens): a server reporting more, or zero or less, is
+# broken, and its numbers are refused rather than used.
+MAX_SANE_CONTEXT = 2**31 - 1
 STATED_BY_SETTINGS = "the context_length setting"
 STATED_BY_PROFILE = "the external profile's context_length"
 
@@ -298,6 +302,13 @@ class Answerer:
                 "(max_model_len in /v1/models): state it with --context-length N, "
                 "LONGDOC_CONTEXT_LENGTH or context_length in longdoc.toml."
             )
+        if reported is not None and not 0 < reported <= MAX_SANE_CONTEXT:
+            # The server's own numbers are wrong, not the document: never "too large".
+            raise ServerError(
+                f"The server at {self.endpoint.url} reports a context length of {reported:,} "
+                "tokens (max_model_len in /v1/models), which cannot be right; fix the "
+                "server's --context-length (or state the real one with --context-length N)."
+            )
         if reported is None or (stated and stated < reported):
             context, stated_by = stated, self.endpoint.stated_by
         else:
@@ -306,6 +317,12 @@ class Answerer:
         if not self.client.engine:
             self.client.engine = engine_from_server_info(info)
         max_input = info.get("max_req_input_len")
+        if isinstance(max_input, int) and not 0 < max_input <= MAX_SANE_CONTEXT:
+            raise ServerError(
+                f"The server at {self.endpoint.url} reports a max_req_input_len of "
+                f"{max_input:,} tokens (/server_info), which cannot be right; check its "
+                "--context-length and memory settings (or restart it)."
+            )
         return ContextLimits(context, max_input if isinstance(max_input, int) else None, stated_by)
 
     def limits(self) -> ContextLimits:
@@ -680,8 +697,10 @@ class Answerer:
             self._finish(record, AnswerStatus.INCOMPLETE, error="stopped")
             raise
         except LongdocError as exc:
-            cancelled = isinstance(exc, Cancelled)
-            status = AnswerStatus.INCOMPLETE if cancelled else AnswerStatus.FAILED
+            # Stopped, or the stream broke off (malformed, cut, past a deadline): what
+            # arrived is kept as incomplete; a request the server refused has failed.
+            partial = isinstance(exc, Cancelled | StreamBroken)
+            status = AnswerStatus.INCOMPLETE if partial else AnswerStatus.FAILED
             self._finish(record, status, error=str(exc))
             raise
         except BaseException:

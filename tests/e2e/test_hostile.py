@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import API_KEY
+from tests.support.raw_server import RawServer, content, sse
 from tests.support.sglang_server import FakeSGLang
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -236,3 +238,69 @@ def test_model_info_and_the_server_manager_probes_follow_no_redirect() -> None:
         for each in (server, elsewhere):
             each.shutdown()
             each.server_close()
+
+
+# --- item 5: malformed streams; item 10: nonsense context -----------------------------------
+
+
+def _stored(home: Path) -> list[sqlite3.Row]:
+    conn = sqlite3.connect(home / "longdoc.db")
+    conn.row_factory = sqlite3.Row
+    try:
+        return conn.execute("SELECT * FROM answers ORDER BY id").fetchall()
+    finally:
+        conn.close()
+
+
+def _ask(home: Path, server: RawServer, doc: Path) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, "LONGDOC_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "desktop.cli.main", "ask", str(doc), "What is the fee?",
+         "--endpoint", server.url, "--api-key", "k"],
+        capture_output=True, text=True, env=full, timeout=300, check=False,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [b"data: {not json at all\n\n", sse(b'{"choices": [{"delta": {"content": "\xff\xfe"}}]}'),
+     sse({"choices": "not a list"}), sse({"choices": [{"delta": {"content": 7}}]})],
+    ids=["json", "utf8", "shape", "content"],
+)  # fmt: skip
+def test_a_malformed_stream_is_one_error_and_keeps_the_partial_answer(
+    home: Path, tmp_path: Path, bad: bytes
+) -> None:
+    doc = docs(tmp_path / "docs", 1) / "doc-0.md"
+    with RawServer([content("Partial "), bad, content("more", "stop")]) as server:
+        done = _ask(home, server, doc)
+    assert done.returncode == 5, done.stderr
+    assert "malformed" in one_error(done.stderr)
+    (row,) = _stored(home)
+    assert row["status"] == "incomplete" and row["answer"] == "Partial "
+
+
+def test_absurd_usage_is_ignored_and_the_answer_stored_complete(home: Path, tmp_path: Path) -> None:
+    doc = docs(tmp_path / "docs", 1) / "doc-0.md"
+    usage = sse({"id": "x", "object": "chat.completion.chunk", "model": "m", "choices": [],
+                 "usage": {"prompt_tokens": 10**19, "completion_tokens": 3,
+                           "total_tokens": 10**19}})  # fmt: skip
+    with RawServer([content("The fee is 7 EUR."), content("", "stop"), usage]) as server:
+        done = _ask(home, server, doc)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "10000000000000000000" not in done.stderr
+    (row,) = _stored(home)
+    assert row["status"] == "complete" and row["answer"] == "The fee is 7 EUR."
+    assert row["prompt_tokens"] is None
+
+
+@pytest.mark.parametrize("context", [-5, 0])
+def test_a_nonsensical_context_is_the_servers_problem(
+    home: Path, tmp_path: Path, context: int
+) -> None:
+    doc = docs(tmp_path / "docs", 1) / "doc-0.md"
+    with RawServer([content("x", "stop")], context_length=context) as server:
+        done = _ask(home, server, doc)
+        assert server.chats == 0
+    assert done.returncode == 5, done.stderr
+    line = one_error(done.stderr)
+    assert str(context) in line and "context length" in line
