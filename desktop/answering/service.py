@@ -14,14 +14,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from desktop.answering.budget import (
-    Budget,
-    ContextLimits,
-    explain_limit,
-    plan_budget,
-    remedy,
-    suggest_pages,
-)
+from desktop.answering.budget import Budget, ContextLimits, plan_budget, refusal
 from desktop.answering.citations import check_answer, current_checks
 from desktop.answering.client import (
     ChatClient,
@@ -67,7 +60,6 @@ from desktop.documents.model import Document
 from desktop.errors import (
     Cancelled,
     ContextUnknown,
-    DocumentTooLarge,
     LongdocError,
     ModelNotServed,
     NoServerConfigured,
@@ -452,17 +444,7 @@ class Answerer:
             _, alone = self.prompt(doc, pages, question.text, question.thinking)
             self._refuse_thread(question, alone, budget.prompt_tokens, budget, reserve)
         if not budget.fits:
-            fit = suggest_pages(pages, budget)
-            raise DocumentTooLarge(
-                doc.path,
-                budget.prompt_tokens,
-                budget.prompt_limit,
-                limits.context_length,
-                pages.last - pages.first + 1,
-                limit=explain_limit(budget),
-                remedy=remedy(budget, doc.pages, pages),
-                suggested=None if fit is None else (fit.first, fit.last),
-            )
+            raise refusal(doc, pages, budget)
         key = self.cache_key(question, info.id, reserve)
         return Plan(question, pages, info.id, messages, budget, key, local, server)
 
@@ -555,17 +537,7 @@ class Answerer:
         limits = self.limits()
         budget = plan_budget(size, limits, self.settings.answer_reserve)
         if not budget.fits:
-            fit = suggest_pages(pages, budget)
-            raise DocumentTooLarge(
-                doc.path,
-                size,
-                budget.prompt_limit,
-                limits.context_length,
-                pages.last - pages.first + 1,
-                limit=explain_limit(budget),
-                remedy=remedy(budget, doc.pages, pages),
-                suggested=None if fit is None else (fit.first, fit.last),
-            )
+            raise refusal(doc, pages, budget)
         timeout = first_token_timeout(size, self.settings.min_prefill_rate)
         prompt = cacheable_prefix(doc, pages)
         for route in list(self._routes):
