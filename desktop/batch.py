@@ -26,7 +26,7 @@ from desktop.answering.ask_json import citations_json
 from desktop.answering.events import Stored
 from desktop.answering.service import Answerer, Question
 from desktop.documents import SUPPORTED_SUFFIXES
-from desktop.errors import Cancelled, DocumentError, LongdocError, UsageError
+from desktop.errors import Cancelled, DocumentError, LongdocError, UsageError, one_line
 from desktop.library import open_document, walk
 from desktop.reports import csv_text
 from desktop.store.db import Store
@@ -74,10 +74,12 @@ def load_style(style: str) -> str:
 
 def load_questions(path: Path) -> list[str]:
     """One question per non-empty line (lines starting with # are comments)."""
+    from desktop.documents.source import read_bounded_text
+
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read the questions ({exc}).") from None
+        lines = read_bounded_text(Path(path), "questions").splitlines()
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError and "too large" included
+        raise UsageError(f"{path}: cannot read the questions ({one_line(str(exc))}).") from None
     questions = [ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
     if not questions:
         raise UsageError(f"{path}: no questions in the file (one per line).")

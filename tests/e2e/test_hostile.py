@@ -304,3 +304,32 @@ def test_a_nonsensical_context_is_the_servers_problem(
     assert done.returncode == 5, done.stderr
     line = one_error(done.stderr)
     assert str(context) in line and "context length" in line
+
+
+# --- items 6 and 7: hostile files in a batch and in a folder --------------------------------
+
+
+def test_hostile_files_fail_alone_in_a_batch_and_in_ingest(
+    sglang: FakeSGLang, home: Path, tmp_path: Path
+) -> None:
+    from tests.support import hostile_files as hostile
+
+    folder = docs(tmp_path / "deal", 1)
+    hostile.transcript_with_absurd_hour(folder / "meeting.vtt")
+    hostile.sparse_text(folder / "server.log", 20 << 30)
+    hostile.docx_deflate_bomb(folder / "contract.docx")
+    hostile.docx_doctype_utf16(folder / "annex.docx")
+    out = tmp_path / "report.md"
+    done = longdoc(home, "summarize", str(folder), "--out", str(out), server=sglang)
+    assert done.returncode == 6, done.stderr
+    assert "Traceback" not in done.stderr
+    report = out.read_text()
+    failed = report.split("## Failed", 1)[1]
+    for name in ("server.log", "contract.docx", "annex.docx"):
+        assert name in failed
+    assert chats(sglang) == 2  # doc-0.md and the meeting (its absurd cue skipped)
+    ingest = longdoc(home, "ingest", str(folder))
+    assert ingest.returncode == 3, ingest.stderr
+    assert "Traceback" not in ingest.stderr
+    assert len([ln for ln in ingest.stderr.splitlines() if ln.startswith("Error:")]) == 3
+    assert "doc-0.md" in ingest.stdout and "meeting.vtt" in ingest.stdout
