@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from desktop.documents.model import Document, OutlineEntry, Page
+from desktop.documents.titles import choose_title
 from desktop.errors import DocumentEmpty, DocumentUnreadable
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
@@ -22,7 +24,6 @@ SECTION_CHARS = 4_000
 # Without a blank line in sight a section is cut between two lines at this size, so a
 # log file without paragraphs still gets page-sized sections.
 SECTION_HARD_CHARS = 2 * SECTION_CHARS
-TITLE_MAX = 120
 
 # C0 controls except tab, newline and form feed (ANSI colour codes in logs, stray bytes).
 _CONTROL = re.compile("[\x00-\x08\x0b\x0d-\x1f\x7f]")
@@ -41,14 +42,31 @@ class Decoded:
     warning: str | None = None
 
 
-def decode_bytes(path: Path, data: bytes) -> Decoded:
-    """UTF-8 (with or without BOM), UTF-16 with BOM, else cp1252/latin-1 with a warning."""
+def decode_bytes(path: Path, data: bytes, *, nul_is_text: bool = False) -> Decoded:
+    """UTF-8 (with or without BOM), UTF-32 or UTF-16 with BOM, else cp1252/latin-1 with a
+    warning.
+
+    A NUL byte otherwise means a binary file; with ``nul_is_text`` (captions, which
+    browsers read with NULs replaced) each becomes U+FFFD.
+    """
+    # UTF-32 first: the UTF-32LE BOM starts with the UTF-16LE one.
+    for bom, encoding in ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32")):
+        if data.startswith(bom):
+            try:
+                return Decoded(data.decode(encoding).lstrip("\ufeff"), encoding)
+            except UnicodeDecodeError as exc:
+                raise DocumentUnreadable(path, "the file starts like UTF-32 but is not") from exc
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         # Checked before the NUL test: UTF-16 text is full of NUL bytes.
         try:
             return Decoded(data.decode("utf-16"), "utf-16")
         except UnicodeDecodeError as exc:
             raise DocumentUnreadable(path, "the file starts like UTF-16 but is not") from exc
+    if b"\x00" in data and nul_is_text:
+        decoded = decode_bytes(path, data.replace(b"\x00", b""), nul_is_text=False)
+        # Decoded without the NULs (so UTF-8 is still recognised), then each put back as
+        # U+FFFD where it was: NUL is a single byte in UTF-8, cp1252 and latin-1 alike.
+        return Decoded(_with_replacement(data, decoded), decoded.encoding, decoded.warning)
     if b"\x00" in data:
         raise DocumentUnreadable(
             path,
@@ -67,6 +85,12 @@ def decode_bytes(path: Path, data: bytes) -> Decoded:
         warning = f"not valid UTF-8; read as {encoding}, so some characters may be wrong"
         return Decoded(text, encoding, warning)
     raise AssertionError("latin-1 decodes any bytes")  # pragma: no cover
+
+
+def _with_replacement(data: bytes, decoded: Decoded) -> str:
+    """``data`` decoded as ``decoded`` was, with U+FFFD for each NUL byte."""
+    codec = "utf-8-sig" if decoded.encoding == "utf-8" else decoded.encoding
+    return "\ufffd".join(part.decode(codec) for part in data.split(b"\x00"))
 
 
 def extract_text(path: Path, data: bytes) -> Document:
@@ -199,16 +223,15 @@ def _title(
     markdown: bool,
     path: Path,
 ) -> str:
-    """Front-matter title, first ``# heading``, first non-empty line, else the file stem."""
-    if front_title:
-        return front_title[:TITLE_MAX].rstrip()
-    if markdown:
-        for entry in outline:
-            if entry.level == 0:
-                return entry.title[:TITLE_MAX].rstrip()
-    for lines in page_lines:
-        for line in lines:
-            words = line.lstrip(" #").split() if markdown else line.split()
-            if words:
-                return " ".join(words)[:TITLE_MAX].rstrip()
-    return path.stem
+    """Front-matter title, first ``# heading``, first non-empty line, else the file stem
+    (each only if readable: see titles.choose_title)."""
+
+    def candidates() -> Iterator[str | None]:
+        yield front_title
+        if markdown:
+            yield from (entry.title for entry in outline if entry.level == 0)
+        for lines in page_lines:
+            for line in lines:
+                yield line.lstrip(" #") if markdown else line
+
+    return choose_title(candidates(), path.stem)

@@ -44,6 +44,7 @@ from desktop.errors import DocumentError, plural
 from desktop.library import expand_paths, open_document
 from desktop.store.db import DocumentSummary, Store
 from desktop.ui import messages, tasks
+from desktop.ui.search_results import SearchResults
 from desktop.ui.session import unanswerable_reason
 
 log = logging.getLogger("longdoc.ui.library")
@@ -81,6 +82,7 @@ def summary_of(doc: Document, opened_at: float = 0.0) -> DocumentSummary:
         chars=doc.chars,
         empty_pages=len(doc.empty_pages),
         opened_at=opened_at,
+        warnings=tuple(doc.warnings),
     )
 
 
@@ -150,7 +152,8 @@ class LibraryModel(QAbstractTableModel):
             return self.fits(row)[0]
         if role == Qt.ItemDataRole.ToolTipRole:
             if column == 0:
-                return row.path
+                # The path, and what extraction could not read (damaged pages, parts).
+                return "\n".join([row.path, *(f"Warning: {w}" for w in row.warnings)])
             if column == 1 and row.empty_pages:
                 return f"{plural(row.empty_pages, 'page')} without text (scanned?)"
             if column == FITS_COLUMN:
@@ -159,7 +162,7 @@ class LibraryModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.TextAlignmentRole and column in (1, 2):
             return Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
         if role == Qt.ItemDataRole.DecorationRole and column == 0:
-            return self._icons.get("ready")
+            return self._icons.get("warning" if row.warnings else "ready")
         return None
 
     def _status_data(self, row: StatusRow, column: int, role: int) -> Any:
@@ -357,14 +360,20 @@ class LibraryPanel(QWidget):
                 "queued": style.standardIcon(QStyle.StandardPixmap.SP_FileIcon),
                 "reading": style.standardIcon(QStyle.StandardPixmap.SP_BrowserReload),
                 "failed": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning),
+                # A stored document that extraction could not read completely.
+                "warning": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxInformation),
             },
             self.palette().placeholderText(),
         )
 
         self.filter_edit = QLineEdit()
-        self.filter_edit.setPlaceholderText("Filter documents")
+        self.filter_edit.setPlaceholderText("Search titles, pages and answers")
         self.filter_edit.setClearButtonEnabled(True)
         self.filter_edit.textChanged.connect(self._on_filter_edit_text_changed)
+        # Pages and answers that say it, under the titles (desktop/ui/search_results.py).
+        self.search_results = SearchResults(store)
+        self.filter_edit.textChanged.connect(self.search_results.set_query)
+        self.filter_edit.returnPressed.connect(self.search_results.run_now)
 
         # A table view, not a tree: QTreeView lays out every row on each reset or insert
         # (asking the model about each one: ~50 ms of Python calls at 10,000 documents);
@@ -420,6 +429,7 @@ class LibraryPanel(QWidget):
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(self.filter_edit)
         layout.addWidget(self.view, 1)
+        layout.addWidget(self.search_results, 2)
         layout.addWidget(self.empty_label, 1)
         layout.addWidget(self.progress_label)
         layout.addLayout(buttons)
