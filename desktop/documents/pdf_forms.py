@@ -459,7 +459,7 @@ def locate(bounded: str, textpage: object, items: list[Item]) -> list[tuple[int,
     text = _range_text(textpage)
     boxes = _Boxes(textpage, len(text))
     lines: list[_Line] | None = None  # measured only when a quick look does not do
-    visible = _Visible(bounded)
+    visible = Visible(bounded)
     found: list[tuple[int, bool]] = []
     for item in items:
         place = _beside(item, boxes) if item.inline else None
@@ -468,7 +468,7 @@ def locate(bounded: str, textpage: object, items: list[Item]) -> list[tuple[int,
                 lines = _lines(text, boxes)
             place = _position(item, lines, boxes, text) if lines else (0, "line")
         offset, how = place
-        k = _visible_count(text, offset)
+        k = visible_count(text, offset)
         target = visible.before(k) if how == "before" else visible.after(k)
         if how == "line" and k:
             line_end = bounded.find("\n", target)
@@ -480,12 +480,12 @@ def locate(bounded: str, textpage: object, items: list[Item]) -> list[tuple[int,
 _BLANKS = " \t\r\n"
 
 
-def _visible_count(text: str, end: int) -> int:
+def visible_count(text: str, end: int) -> int:
     """Characters of ``text[:end]`` that are not blanks (counted in C, by str.count)."""
     return end - sum(text.count(blank, 0, end) for blank in _BLANKS)
 
 
-class _Visible:
+class Visible:
     """Offsets of a text by how many visible (non-blank) characters come before them."""
 
     def __init__(self, text: str) -> None:
@@ -497,7 +497,7 @@ class _Visible:
             self.starts.append(position)
             self.counts.append(count)
             position += len(line) + 1
-            count += _visible_count(line, len(line))
+            count += visible_count(line, len(line))
         self.total = count
 
     def _offset(self, k: int, after: bool) -> int:

