@@ -365,8 +365,8 @@ def _server_key(ctx: Context, facts: _ServerFacts) -> str:
 
 def check_server(ctx: Context, facts: _ServerFacts) -> list[Check]:
     """The server answers with the key, and its context length matches the profile."""
-    from longdoc_net import redirect_message
     from longdoc_net.endpoint import Failure, api_root, classify, list_models
+    from longdoc_net.redirects import redirect_message
 
     profile = facts.profile
     endpoint = api_root(ctx.endpoint or (profile.endpoint if profile is not None else ""))

@@ -14,7 +14,8 @@ import httpx2
 
 import longdoc_net
 from desktop.errors import ServerRedirected
-from longdoc_net import RedirectRefused, auth_headers, is_loopback, opener_for, redirect_message
+from longdoc_net import auth_headers, is_loopback, opener_for
+from longdoc_net.redirects import RedirectRefused, redirect_message
 
 __all__ = ["auth_headers", "http_client", "is_loopback", "opener_for", "urlopen"]
 

@@ -8,18 +8,18 @@ proxy, whatever ``http_proxy``/``HTTPS_PROXY``/``ALL_PROXY`` say, so the Bearer 
 documents never leave the machine; any other endpoint follows the environment (the proxy
 variables and ``NO_PROXY``), as curl does.
 
-Redirect rule: no request follows a redirect. urllib would resend the request, Bearer key
-included, to whatever host the ``Location`` names; a redirect is refused with one sentence
-(``redirect_message``) instead.
+Redirect rule (``longdoc_net.redirects``): no opener made here follows a redirect.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import urllib.error
-import urllib.request
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    import urllib.request
 
 
 def auth_headers(api_key: str) -> dict[str, str]:
@@ -42,46 +42,27 @@ def is_loopback(url: str) -> bool:
         return False
 
 
-def redirect_message(url: str, status: int, location: str) -> str:
-    """The one sentence for a server that answered a redirect (never followed)."""
-    where = f" to {location}" if location else ""
-    return (
-        f"The server at {url} answered {status}, a redirect{where}; Longdoc follows no "
-        "redirects (the documents and the API key would go elsewhere): give the endpoint "
-        "as the server's own address."
-    )
+@cache
+def _direct() -> urllib.request.OpenerDirector:
+    """A loopback server is reached directly: with http_proxy set, urllib would otherwise send
+    the request, Bearer key included, to the proxy. Made on first use: urllib.request costs
+    ~35 ms to import, and every command imports this package (desktop.errors' exit codes)."""
+    import urllib.request
 
+    from longdoc_net.redirects import RefuseRedirects
 
-class RedirectRefused(urllib.error.URLError):
-    """A server answered 3xx; nothing was sent to the ``location`` it named."""
-
-    def __init__(self, url: str, status: int, location: str) -> None:
-        super().__init__(redirect_message(url, status, location))
-        self.url, self.status, self.location = url, status, location
-
-    def __str__(self) -> str:
-        return str(self.reason)
-
-
-class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
-    """Raise instead of building the request to the new location."""
-
-    def redirect_request(
-        self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
-    ) -> urllib.request.Request | None:
-        raise RedirectRefused(req.full_url, code, newurl)
-
-
-# A loopback server is reached directly: with http_proxy set, urllib would otherwise send the
-# request, Bearer key included, to the proxy.
-_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}), _RefuseRedirects)
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}), RefuseRedirects)
 
 
 def opener_for(url: str) -> urllib.request.OpenerDirector:
     """The urllib opener for ``url``: never a proxy for loopback, the environment's otherwise."""
+    import urllib.request
+
+    from longdoc_net.redirects import RefuseRedirects
+
     # build_opener() reads the proxy variables when called; urllib.request.urlopen would keep
     # a process-wide opener made with whatever they were at its first call.
-    return _DIRECT if is_loopback(url) else urllib.request.build_opener(_RefuseRedirects)
+    return _direct() if is_loopback(url) else urllib.request.build_opener(RefuseRedirects)
 
 
 def urlopen(request: urllib.request.Request, timeout: float) -> Any:

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from longdoc_net import RedirectRefused, auth_headers, opener_for
+from longdoc_net import auth_headers, opener_for
+from longdoc_net.redirects import RedirectRefused
 
 TIMEOUT_S = 3.0
 
