@@ -190,12 +190,13 @@ def check_data_dir(data_dir: Path) -> Check:
             f"{existing} is not a directory, so {data_dir} cannot be created.",
             "Set LONGDOC_HOME to a directory you own.",
         )
-    if not os.access(existing, os.W_OK | os.X_OK):
+    from desktop.store.db import read_only_reason
+
+    reason = read_only_reason(existing)
+    if reason is not None:
+        what, _, fix = reason.partition(": ")
         return Check(
-            name,
-            "problem",
-            f"{existing} is not writable by you.",
-            "Fix its owner or permissions, or set LONGDOC_HOME to a directory you own.",
+            name, "problem", what[0].upper() + what[1:] + ".", fix[0].upper() + fix[1:] + "."
         )
     free = shutil.disk_usage(existing).free
     free_text = f"{free / 1024**3:.1f} GiB free"

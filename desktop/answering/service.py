@@ -450,6 +450,16 @@ class Answerer:
         scanned = scanned_pages(doc, pages)
         if not (scanned and self.reads_images()):
             require_text(doc, pages.first, pages.last)
+        else:
+            # Priced from the page sizes before a single page is rendered: a 10,000-page
+            # scan is refused at once instead of after minutes of rendering.
+            from desktop.documents.page_images import image_tokens_before_rendering
+
+            text_part = count_prompt_tokens(doc, pages, question.text, question.thinking, history)
+            least = text_part + image_tokens_before_rendering(doc.path, scanned)
+            early = plan_budget(least, limits, reserve)
+            if not early.fits:
+                raise refusal(doc, pages, early)
         messages, local = self.prompt(doc, pages, question.text, question.thinking, history)
         server = (
             self.client.count_tokens(messages, info.id, question.thinking)

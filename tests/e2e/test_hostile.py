@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import API_KEY
-from tests.support.cli import longdoc
+from tests.support.cli import LONGDOC, environment, longdoc
 from tests.support.raw_server import RawServer, content, sse
 from tests.support.sglang_server import FakeSGLang
 
@@ -326,3 +327,129 @@ def test_hostile_files_fail_alone_in_a_batch_and_in_ingest(
     assert "Traceback" not in ingest.stderr
     assert len([ln for ln in ingest.stderr.splitlines() if ln.startswith("Error:")]) == 3
     assert "doc-0.md" in ingest.stdout and "meeting.vtt" in ingest.stdout
+
+
+# --- item 3: terminal escapes ----------------------------------------------------------------
+
+EVIL = "\x1b]52;c;ZXZpbA==\x07\x1b[2J\x1b]8;;http://evil.example/\x07link\x1b]8;;\x07\u202e\x9b31m"
+
+
+def _raw_bytes(text: str) -> list[str]:
+    """The raw controls a terminal would act on, found in ``text``."""
+    return [ch for ch in text if ch in "\x1b\x07\x9b\u202e"]
+
+
+def test_terminal_escapes_from_the_server_are_shown_not_obeyed(home: Path, tmp_path: Path) -> None:
+    doc = docs(tmp_path / "docs", 1) / "doc-0.md"
+    reasoning = sse({"choices": [{"index": 0, "delta": {"reasoning_content": "Think " + EVIL}}]})
+    chunks = [reasoning, content("Answer " + EVIL), content("", "stop")]
+    with RawServer(chunks, model="m\x1b]0;owned\x07") as server:
+        first = _ask(home, server, doc)
+        again = _ask(home, server, doc)  # from the cache: the stored answer, escaped too
+    for done in (first, again):
+        assert done.returncode == 0, done.stderr
+        assert _raw_bytes(done.stdout + done.stderr) == []
+        assert "Answer \\x1b]52;c;ZXZpbA==\\x07" in done.stdout
+    assert "\\x1b]52" in first.stderr  # the reasoning, shown escaped
+    assert "from cache" in again.stderr
+
+
+def test_a_file_name_cannot_inject_a_heading_into_the_report(
+    sglang: FakeSGLang, home: Path, tmp_path: Path
+) -> None:
+    folder = docs(tmp_path / "docs", 1)
+    (folder / "evil\n## Injected heading\n.md").write_text("# Evil\n\nThe fee is 1 EUR.\n")
+    (folder / "doc-0.md").write_text("# Doc\x1b]0;title\x07\n\nThe fee is 2 EUR.\n")
+    out = tmp_path / "report.md"
+    done = longdoc(
+        "summarize", str(folder), "--out", str(out), home=home, server=sglang, api_key=API_KEY
+    )
+    assert done.returncode == 0, done.stderr
+    report = out.read_text()
+    assert not [ln for ln in report.splitlines() if ln.startswith("## Injected")]
+    assert "evil\\n## Injected heading\\n.md" in report
+    assert _raw_bytes(report + done.stderr) == []
+
+
+# --- item 10: reset-db while in use, a read-only data directory -------------------------------
+
+
+def test_reset_db_refuses_while_another_process_has_the_database_open(
+    home: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "a.md").write_text("# A\n\nText.\n")
+    assert longdoc("ingest", str(tmp_path / "a.md"), home=home).returncode == 0
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sqlite3, sys\n"
+         f"c = sqlite3.connect({str(home / 'longdoc.db')!r}); c.execute('SELECT 1').fetchall()\n"
+         "print('open', flush=True); sys.stdin.readline()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        done = longdoc("reset-db", "--force", home=home)
+        assert done.returncode == 1, done.stderr
+        assert f"process {holder.pid}" in one_error(done.stderr)
+        assert (home / "longdoc.db").exists()
+        assert not list(home.glob("longdoc.db.damaged-*"))
+    finally:
+        holder.communicate("\n", timeout=30)
+    assert longdoc("reset-db", "--force", home=home).returncode == 0
+
+
+READ_ONLY_SCRIPT = r"""
+set -e
+mount --make-rprivate /
+mount --bind {home} {home}
+mount -o remount,ro,bind {home}
+cd {root}
+export LONGDOC_HOME={home} PYTHONPATH={root}
+{python} -m desktop.cli.main ingest {doc} >{out}/ingest.out 2>{out}/ingest.err \
+    || echo "ingest=$?" >> {out}/codes
+{python} -m desktop.cli.main doctor >{out}/doctor.out 2>&1 || echo "doctor=$?" >> {out}/codes
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root")
+def test_a_read_only_data_directory_is_named_with_its_fix(home: Path, tmp_path: Path) -> None:
+    doc = tmp_path / "a.md"
+    doc.write_text("# A\n\nText.\n")
+    assert longdoc("ingest", str(doc), home=home).returncode == 0  # a sound database exists
+    out = tmp_path / "out"
+    out.mkdir()
+    script = READ_ONLY_SCRIPT.format(home=home, root=ROOT, python=sys.executable, doc=doc, out=out)
+    done = subprocess.run(["unshare", "--mount", "sh", "-c", script], capture_output=True,
+                          text=True, timeout=300, check=False)  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip(f"no private mount namespace here: {done.stderr}")
+    codes = (out / "codes").read_text()
+    assert "ingest=1" in codes and "doctor=7" in codes
+    line = one_error((out / "ingest.err").read_text())
+    assert "read-only file system" in line and "LONGDOC_HOME" in line
+    doctor = (out / "doctor.out").read_text()
+    assert "read-only file system" in doctor
+    assert "damaged" not in doctor
+
+
+def test_two_batches_over_one_folder_never_ask_a_document_twice(
+    sglang: FakeSGLang, home: Path, tmp_path: Path
+) -> None:
+    folder = docs(tmp_path / "docs", 4)
+    sglang.behaviour.update(token_delay_s=0.02)  # each answer takes a while: the runs overlap
+    args = ("summarize", str(folder), "--concurrency", "2", "--out")
+    env = environment(home)
+    command = [*LONGDOC, *args]
+    extra = ["--endpoint", sglang.url, "--api-key", API_KEY]
+    first = subprocess.Popen([*command, str(tmp_path / "a.md"), *extra], env=env, cwd=ROOT,
+                             stderr=subprocess.PIPE, text=True)  # fmt: skip
+    while chats(sglang) == 0 and first.poll() is None:
+        threading.Event().wait(0.02)  # the first run is asking: start the second now
+    second = subprocess.Popen([*command, str(tmp_path / "b.md"), *extra], env=env, cwd=ROOT,
+                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+    assert first.wait(300) == 0 and second.wait(300) == 0
+    assert first.stderr is not None and second.stderr is not None
+    first.stderr.close()
+    second.stderr.close()
+    asked = [r.body for r in sglang.requests if r.path.endswith("/chat/completions")]
+    assert len(asked) == 4  # each document once, by one run or the other
+    assert (tmp_path / "b.md").read_text().count("answered in an earlier run") >= 1

@@ -42,6 +42,7 @@ class RawServer(ThreadingHTTPServer):
         delay_s: float = 0.0,
         repeat_for_s: float = 0.0,
         immediate_first: bool = False,
+        model: str = "m",
     ) -> None:
         self.chunks = list(chunks)
         self.context_length = context_length
@@ -49,6 +50,7 @@ class RawServer(ThreadingHTTPServer):
         self.repeat_for_s = repeat_for_s
         self.immediate_first = immediate_first  # no delay before the very first chunk
         self.chats = 0
+        self.model = model
         super().__init__(("127.0.0.1", 0), _Handler)
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
         self._thread.start()
@@ -82,7 +84,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path.startswith("/v1/models"):
-            card: dict[str, Any] = {"id": "m", "object": "model"}
+            card: dict[str, Any] = {"id": self.server.model, "object": "model"}
             if self.server.context_length is not None:
                 card["max_model_len"] = self.server.context_length
             self._json(200, {"object": "list", "data": [card]})
