@@ -155,12 +155,21 @@ class Session:
         were warmed up, so the server has to read about the question only."""
         with self._lock:
             rate = statistics.median(self._rates) if self._rates else None
+        with self._lock:
+            answerer = self._answerer
+        granularity = answerer.client.resume_granularity() if answerer is not None else 0
         guess = prefill.guess(
-            sent.prompt_tokens, rate, earlier, sent.first_page, sent.last_page, time.time()
+            sent.prompt_tokens,
+            rate,
+            earlier,
+            sent.first_page,
+            sent.last_page,
+            time.time(),
+            granularity,
         )
         if not warm:
             return guess
-        uncached = min(guess.uncached_tokens, prefill.QUESTION_ALLOWANCE)
+        uncached = min(guess.uncached_tokens, prefill.QUESTION_ALLOWANCE + granularity)
         return prefill.PrefillGuess(sent.prompt_tokens, uncached, uncached / rate if rate else None)
 
     def recent_answers(self, limit_documents: int = 20) -> list[StoredAnswer]:

@@ -17,7 +17,7 @@ import re
 
 import pypdfium2.raw as pdfium_c
 
-from desktop.documents.pdf_forms import Visible, visible_count
+from desktop.documents.pdf_forms import visible_count
 
 # As poppler's pdftotext (minWordBreakSpace): wider than kerning and letter-spacing,
 # narrower than the narrowest word space of justified text.
@@ -31,6 +31,7 @@ _DIGIT_AGAINST = re.compile(
 )
 _LONG_WORD = 25  # characters without a space: a line of words glued together
 _LONG = re.compile(r"\S{25,}")
+_WORD_REACH = 200  # the longest word looked at, each way from what gave it away
 _BLANKS = " \t\r\n"
 
 
@@ -54,9 +55,11 @@ def _glued_words(text: str) -> list[tuple[int, int]]:
     for hit in hits:
         if words and hit < words[-1][1]:
             continue  # inside the word found last
-        start = max(text.rfind(blank, 0, hit) for blank in _BLANKS) + 1
-        ends = [e for e in (text.find(blank, hit) for blank in _BLANKS) if e >= 0]
-        words.append((start, min(ends) if ends else len(text)))
+        # Bounded look-ups: a page without tabs must not be searched whole for one.
+        low, high = max(0, hit - _WORD_REACH), hit + _WORD_REACH
+        start = max(max(text.rfind(blank, low, hit) for blank in _BLANKS) + 1, low)
+        ends = [e for e in (text.find(blank, hit, high) for blank in _BLANKS) if e >= 0]
+        words.append((start, min(ends) if ends else min(high, len(text))))
     return words
 
 
@@ -79,12 +82,14 @@ def restore_spaces(bounded: str, textpage: object) -> str:
     direct = len(text) == count
     if visible_count(text, len(text)) != visible_count(bounded, len(bounded)):
         return bounded  # the two texts differ beyond line breaks: nothing safe to carry
-    in_text = Visible(text)
+    in_text = _Walker(text)
     box = pdfium_c.FS_RECTF()
     inserts: list[int] = []
 
     def char_box(k: int) -> tuple[float, float, float, float, float] | None:
-        offset = in_text.before(k)
+        offset = in_text.offset_of(k)
+        if offset < 0:
+            return None
         index = offset if direct else pdfium_c.FPDFText_GetCharIndexFromTextIndex(textpage, offset)
         if index < 0 or not pdfium_c.FPDFText_GetLooseCharBox(textpage, index, box):
             return None
@@ -107,6 +112,31 @@ def restore_spaces(bounded: str, textpage: object) -> str:
         position = at
     pieces.append(bounded[position:])
     return " ".join(pieces)
+
+
+class _Walker:
+    """Offsets of a text's visible characters by their number, asked for in rising order
+    (each step counts the characters between in C, by str.count)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.position = 0  # an offset ...
+        self.count = 0  # ... and how many visible characters come before it
+
+    def offset_of(self, k: int) -> int:
+        """The offset of visible character ``k`` (0-based), or -1 past the end."""
+        if k < self.count:
+            self.position = self.count = 0
+        text = self.text
+        while self.count < k:
+            chunk = text[self.position : self.position + k - self.count]
+            if not chunk:
+                return -1
+            self.count += visible_count(chunk, len(chunk))
+            self.position += len(chunk)
+        while self.position < len(text) and text[self.position] in _BLANKS:
+            self.position += 1
+        return self.position if self.position < len(text) else -1
 
 
 def _gap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
