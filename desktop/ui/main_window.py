@@ -58,7 +58,8 @@ from server_manager import ServerManager, ServerStatus
 log = logging.getLogger("longdoc.ui")
 
 INFO_TIMEOUT_MS = 6_000
-LIBRARY_SHARE = 0.35  # the library's widest share of the window (beside the first-run view)
+LIBRARY_SHARE = 0.55  # the library at its widest: the first-run view keeps 40% of the window
+SQUEEZED = 0.2  # what is right of the library had less of the width: a layout not to keep
 MESSAGE_LOG_SIZE = 500
 
 
@@ -653,6 +654,9 @@ class MainWindow(QMainWindow):
             state = store.value(f"splitters/{name}")
             if isinstance(state, QByteArray) and not state.isEmpty():
                 splitter.restoreState(state)
+            elif name == "main" and self.document is None:
+                # Not through the hidden panes: what they are given falls to the library.
+                splitter.setSizes([280, 0, 0, max(splitter.width() - 280, 1)])
             elif name == "main":
                 splitter.setSizes([280, 620, 500, 0])
         # The saved state also says which panes were shown: the open document decides.
@@ -669,7 +673,7 @@ class MainWindow(QMainWindow):
         store.setValue("window/geometry", self.saveGeometry())
         for name, splitter in self._splitters().items():
             sizes = splitter.sizes()
-            if name == "main" and sizes[0] > LIBRARY_SHARE * max(sum(sizes), 1) + 1:
+            if name == "main" and sum(sizes[1:]) < SQUEEZED * max(sum(sizes), 1):
                 continue  # a squeezed layout is not kept to come back next time
             store.setValue(f"splitters/{name}", splitter.saveState())
         store.sync()
