@@ -38,24 +38,37 @@ from desktop.answering.events import (
     Stored,
     Usage,
 )
+from desktop.answering.pages import format_range
 from desktop.answering.prompt import (
     PROMPT_VERSION,
+    SET_PROMPT_VERSION,
     PageRange,
     build_messages,
+    build_set_messages,
     cacheable_prefix,
     count_prompt_tokens,
+    count_set_prompt_tokens,
+    document_share,
     full_range,
     prefix_tokens,
 )
 from desktop.answering.scans import (
     build_image_messages,
+    build_set_image_messages,
     count_image_prompt_tokens,
     page_images,
     reads_images,
     scanned_pages,
     unread_warning,
 )
-from desktop.answering.threads import Thread, history_key, history_messages, thread_pages
+from desktop.answering.sets import DocumentSet
+from desktop.answering.threads import (
+    Thread,
+    history_key,
+    history_messages,
+    set_thread_key,
+    thread_pages,
+)
 from desktop.answering.warmup import ROUTES, Prefilled, Route, RouteMissing, prefill
 from desktop.config import Settings
 from desktop.documents.ingest import require_text
@@ -70,6 +83,7 @@ from desktop.errors import (
     NoServerConfigured,
     ServerError,
     ServerUnavailable,
+    SetTooLarge,
     ThreadTooLong,
     UsageError,
 )
@@ -212,9 +226,24 @@ class Question:
     thread: Thread | None = None  # a follow-up continues this thread; None starts a new one
     # Also ask the server to count the prompt (/v1/tokenize); the budget uses the larger.
     check_tokens: bool = False
+    # A question about a set of documents (``document`` is then its first document, and
+    # ``pages`` is unused: each member carries its range).
+    docset: DocumentSet | None = None
+
+    @property
+    def subject(self) -> str:
+        """What the answer cache and threads key it on: the document's sha256 or the set's key."""
+        return self.docset.key if self.docset is not None else self.document.sha256
 
     def page_range(self) -> PageRange:
-        """The selected pages, defaulting to all (a follow-up: the thread's pages)."""
+        """The selected pages, defaulting to all (a follow-up: the thread's pages).
+
+        For a set: 1 to the number of pages asked about over all its documents.
+        """
+        if self.docset is not None:
+            if self.thread is not None and self.thread.document_sha != set_thread_key(self.docset):
+                raise UsageError(f"Thread {self.thread.id} is about other documents.")
+            return PageRange(1, max(self.docset.page_count, 1))
         if self.thread is not None:
             if self.thread.document_sha != self.document.sha256:
                 raise UsageError(
@@ -328,10 +357,10 @@ class Answerer:
         """The answer-cache key for a question."""
         pages = question.page_range()
         return AnswerKey(
-            document_sha=question.document.sha256,
+            document_sha=question.subject,
             question=question.text.strip(),
             model=model,
-            prompt_version=PROMPT_VERSION,
+            prompt_version=PROMPT_VERSION if question.docset is None else SET_PROMPT_VERSION,
             thinking=question.thinking,
             first_page=pages.first,
             last_page=pages.last,
@@ -400,6 +429,78 @@ class Answerer:
             self._save_counts(doc)
         return text_only, count
 
+    def set_prompt(
+        self,
+        docset: DocumentSet,
+        question: str,
+        thinking: bool,
+        history: list[dict[str, str]] | None = None,
+    ) -> tuple[list[dict[str, Any]], int, list[str]]:
+        """A set's messages, Longdoc's exact count of them, and warnings (unread scans).
+
+        Scanned pages go as images, in their place in each document, when the server reads
+        images; else they are named unread per document.
+        """
+        history = history or []
+        scanned = {m.letter: scanned_pages(m.document, m.pages) for m in docset.members}
+        warnings: list[str] = []
+        if any(scanned.values()):
+            if self.reads_images():
+                images = {
+                    m.letter: page_images(m.document, scanned[m.letter])
+                    for m in docset.members
+                    if scanned[m.letter]
+                }
+                with_images = build_set_image_messages(docset, question, images)
+                with_images[-1:-1] = history
+                return with_images, count_image_prompt_tokens(with_images, thinking), warnings
+            for m in docset.members:
+                if scanned[m.letter]:
+                    warnings.append(f"{m.letter}: {unread_warning(scanned[m.letter], m.document)}")
+        unsaved = [m.document for m in docset.members if not counts_current(m.document)]
+        messages: list[dict[str, Any]] = list(build_set_messages(docset, question, history))
+        count = count_set_prompt_tokens(docset, question, thinking, history)
+        for doc in unsaved:
+            self._save_counts(doc)
+        return messages, count, warnings
+
+    def _plan_set(self, question: Question, docset: DocumentSet) -> Plan:
+        """``plan`` for a set: each document whole (or its range), one budget over all."""
+        info = self.model()
+        limits = self.limits()
+        reserve = question.max_tokens or self.settings.answer_reserve
+        history = question.history()
+        reads = None
+        for m in docset.members:
+            if scanned_pages(m.document, m.pages):
+                reads = self.reads_images() if reads is None else reads
+                if reads:
+                    continue
+            require_text(m.document, m.pages.first, m.pages.last)
+        messages, local, warnings = self.set_prompt(
+            docset, question.text, question.thinking, history
+        )
+        server = (
+            self.client.count_tokens(messages, info.id, question.thinking)
+            if question.check_tokens
+            else None
+        )
+        budget = plan_budget(max(local, server or 0), limits, reserve)
+        budget.warnings.extend(warnings)
+        if not budget.fits and question.thread is not None and history:
+            _, alone, _ = self.set_prompt(docset, question.text, question.thinking)
+            self._refuse_thread(question, alone, budget.prompt_tokens, budget, reserve)
+        if not budget.fits:
+            shares = {m.letter: document_share(docset, m.letter) for m in docset.members}
+            raise SetTooLarge(
+                [(m.letter, m.document.path, shares[m.letter]) for m in docset.members],
+                budget.prompt_tokens,
+                limit=explain_limit(budget),
+                remedy=set_remedy(docset, shares, budget),
+            )
+        key = self.cache_key(question, info.id, reserve)
+        return Plan(question, question.page_range(), info.id, messages, budget, key, local, server)
+
     def plan(self, question: Question) -> Plan:
         """Count the prompt exactly and fit it to the server's limits, or raise DocumentTooLarge.
 
@@ -407,6 +508,8 @@ class Answerer:
         """
         if not question.text.strip():
             raise UsageError("The question is empty.")
+        if question.docset is not None:
+            return self._plan_set(question, question.docset)
         info = self.model()
         limits = self.limits()
         doc = question.document
@@ -458,7 +561,9 @@ class Answerer:
         assert question.thread is not None
         if plan_budget(alone, budget.limits, reserve).fits:
             raise ThreadTooLong(
-                question.document.path,
+                question.document.path
+                if question.docset is None
+                else ", ".join(m.document.path for m in question.docset.members),
                 question.thread.id,
                 len(question.thread.turns),
                 needed,
@@ -475,8 +580,11 @@ class Answerer:
             return Stored(stored.answer, stored.from_cache, thread_id=current)
         pages = question.page_range()
         earlier = [t.id for t in question.thread.turns] if question.thread is not None else []
+        subject = (
+            question.document.sha256 if question.docset is None else set_thread_key(question.docset)
+        )
         thread_id = self.store.add_turn(
-            current, question.document.sha256, pages.first, pages.last, stored.answer.id, earlier
+            current, subject, pages.first, pages.last, stored.answer.id, earlier
         )
         return Stored(stored.answer, stored.from_cache, thread_id=thread_id)
 
@@ -597,9 +705,11 @@ class Answerer:
             yield self._join_thread(question, hit)
             return
         plan = self.plan(question)
-        answer_id = self.store.start_answer(
-            plan.key, {"endpoint": self.endpoint.url, "pid": os.getpid()}
-        )
+        extra: dict[str, Any] = {"endpoint": self.endpoint.url, "pid": os.getpid()}
+        if question.docset is not None:
+            # What the set was (documents, order, ranges): a follow-up keeps its ranges.
+            extra["set"] = question.docset.spec()
+        answer_id = self.store.start_answer(plan.key, extra)
         parts: list[str] = []
         reasoning: list[str] = []
         usage: Usage | None = None
@@ -615,7 +725,11 @@ class Answerer:
                 model=plan.model,
                 first_page=plan.pages.first,
                 last_page=plan.pages.last,
-                page_count=len(question.document.pages),
+                page_count=(
+                    len(question.document.pages)
+                    if question.docset is None
+                    else question.docset.page_count
+                ),
                 warnings=list(plan.budget.warnings),
                 local_tokens=plan.local_tokens,
                 server_tokens=plan.server_tokens,
@@ -711,3 +825,24 @@ class Answerer:
             ttft_s=ttft,
             total_s=time.monotonic() - started,
         )
+
+
+def set_remedy(docset: DocumentSet, shares: dict[str, int], budget: Budget) -> str:
+    """What would fit when a set does not: dropping a document, or a range of the largest."""
+    over = budget.overflow
+    droppable = [m.letter for m in docset.members if shares[m.letter] >= over]
+    options = []
+    if droppable and len(docset) > 1:
+        names = " or ".join(droppable[-3:])
+        options.append(f"drop document {names}")
+    largest = max(docset.members, key=lambda m: shares[m.letter])
+    allowed = shares[largest.letter] - over
+    pages = largest.pages.last - largest.pages.first + 1
+    if allowed > 0 and pages > 1:
+        count = max(1, min(pages - 1, int(pages * allowed / shares[largest.letter] * 0.95)))
+        last = largest.pages.first + count - 1
+        text = format_range(largest.document.pages, largest.pages.first, last)
+        options.append(f"ask about part of {largest.letter}, e.g. --pages {largest.letter}:{text}")
+    if not options:
+        return "ask about fewer documents, or use a server with a longer context"
+    return "; or ".join(options)
