@@ -25,6 +25,7 @@ EXIT_SERVER_UNAVAILABLE = 4
 EXIT_REQUEST_FAILED = 5
 EXIT_BATCH_FAILED = 6
 EXIT_DOCTOR_PROBLEMS = 7
+EXIT_NOT_IN_LIBRARY = 8
 EXIT_INTERRUPTED = 130
 
 
@@ -59,6 +60,11 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         EXIT_DOCTOR_PROBLEMS,
         "checks found problems: `longdoc doctor` (each with its fix) or "
         "`longdoc server selftest` (a needle was missed)",
+    ),
+    ExitCode(
+        EXIT_NOT_IN_LIBRARY,
+        "not in the library: `search --document` or `remove` named a document that was "
+        "never ingested (or was removed)",
     ),
     # The server manager's codes (server_manager/errors.py raises them).
     ExitCode(10, "server manager: no container runtime (docker or podman)"),
@@ -155,6 +161,19 @@ class UsageError(LongdocError):
 
 class ConfigError(UsageError):
     """longdoc.toml or a profile file is invalid."""
+
+
+class NotInLibrary(LongdocError):
+    """A command named a document the library does not hold."""
+
+    exit_code = EXIT_NOT_IN_LIBRARY
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        super().__init__(
+            f"{display_path(self.path)}: not in the library; ingest it first"
+            " (`longdoc ingest PATH`), or see what the library holds in the app"
+        )
 
 
 # --- documents -------------------------------------------------------------------------

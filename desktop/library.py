@@ -11,7 +11,7 @@ from pathlib import Path
 
 from desktop.documents.ingest import EXTRACTOR_VERSION, extract, sha256_file, storable_path
 from desktop.documents.model import Document
-from desktop.store.db import Store
+from desktop.store.db import DocumentSummary, Store
 
 
 def is_current(doc: Document) -> bool:
@@ -37,6 +37,19 @@ def open_document(path: Path, store: Store) -> tuple[Document, bool]:
     doc = extract(path, sha256=sha)
     store.save_document(doc)
     return doc, False
+
+
+def find_document(path: Path, store: Store) -> DocumentSummary | None:
+    """The stored document ``path`` names: by its stored path, else by the file's content.
+
+    A file moved or copied since it was ingested is found by its hash; a path that is gone
+    from disk is found only under the path it was stored with.
+    """
+    path = Path(path).expanduser()
+    found = store.document_at(storable_path(path))
+    if found is None and path.is_file():
+        found = store.document_summary(sha256_file(path))
+    return found
 
 
 def expand_paths(paths: list[Path]) -> list[Path]:

@@ -43,6 +43,10 @@ COMMANDS: tuple[Command, ...] = (
         "desktop.cli.doctor",
         "check this workstation: app, data, container runtime, GPUs, model, server",
     ),
+    Command("search", "desktop.cli.search", "find words in every stored page and every answer"),
+    Command(
+        "remove", "desktop.cli.search", "forget documents: their pages, answers and index entries"
+    ),
     Command(
         "reset-db",
         "desktop.cli.reset_db",

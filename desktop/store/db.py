@@ -383,8 +383,28 @@ class Store:
             ).fetchall()
         return [DocumentSummary(*r) for r in rows]
 
+    def document_summary(self, sha256: str) -> DocumentSummary | None:
+        """One library row by hash, or None."""
+        return self._summary("sha256", sha256)
+
+    def document_at(self, path: str) -> DocumentSummary | None:
+        """The library row stored under ``path`` (as ``storable_path`` makes it), or None."""
+        return self._summary("path", path)
+
+    def _summary(self, column: str, value: str) -> DocumentSummary | None:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT sha256, path, title, kind, page_count, tokens, chars, empty_pages,"
+                f" opened_at FROM documents WHERE {column} = ? ORDER BY opened_at DESC LIMIT 1",
+                [value],
+            ).fetchone()
+        return DocumentSummary(*row) if row else None
+
     def remove_document(self, sha256: str) -> None:
-        """Forget a document, its pages and its answers."""
+        """Forget a document, its pages and its answers (the search index follows: triggers).
+
+        The one removal: the app's Remove and ``longdoc remove`` both call it.
+        """
         with self._transaction() as conn:
             conn.execute(
                 "DELETE FROM thread_turns WHERE thread_id IN"

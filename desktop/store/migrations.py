@@ -255,3 +255,85 @@ def m004_endpoint_models(db: Database) -> None:
     db.table("endpoint_models").create(
         {"url": str, "model": str, "context_length": int, "updated_at": float}, pk="url"
     )
+
+
+# Text that needs the trigram tables: Hiragana, Katakana, CJK ideographs (and extension A,
+# compatibility forms), Hangul syllables, half-width Katakana. SQLite's GLOB compares code
+# points, so the ranges are exact. m005's triggers hold this text: changing it needs a
+# migration of its own.
+CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+CJK_GLOB = f"*[{CJK_RANGES}]*"
+
+
+@MIGRATIONS()
+def m005_search_index(db: Database) -> None:
+    """Full-text search (issue 18): FTS5 indexes over pages and complete answers.
+
+    External-content tables (the text is stored once, in ``pages``/``answers``) kept in
+    step by triggers, so a page or answer is searchable in the transaction that writes it.
+    Existing rows are not indexed here, under the schema lock: ``search_backfill`` records
+    the rowid range still to do, which ``desktop.store.fts.backfill`` works through in small
+    transactions. A trigger deletes from an index only rows the index holds (its
+    ``_docsize`` table says which), so a row removed before the backfill reached it is safe.
+    ``*_cjk`` are trigram indexes over the rows holding CJK text only (unicode61 keeps a
+    run of ideographs as one token, so a word inside it could not be found).
+    """
+    words = "tokenize = 'unicode61 remove_diacritics 2'"
+    trigram = "tokenize = 'trigram case_sensitive 0'"
+    cjk = CJK_GLOB.replace("'", "''")
+    statements = [
+        "CREATE VIRTUAL TABLE pages_fts USING fts5(text, content = 'pages',"
+        f" content_rowid = 'rowid', {words})",
+        "CREATE VIRTUAL TABLE pages_cjk USING fts5(text, content = 'pages',"
+        f" content_rowid = 'rowid', {trigram})",
+        "CREATE VIRTUAL TABLE answers_fts USING fts5(question, answer, content = 'answers',"
+        f" content_rowid = 'id', {words})",
+        "CREATE VIRTUAL TABLE answers_cjk USING fts5(question, answer, content = 'answers',"
+        f" content_rowid = 'id', {trigram})",
+    ]
+    page_in = (
+        "INSERT INTO pages_fts (rowid, text) VALUES (new.rowid, new.text);"
+        " INSERT INTO pages_cjk (rowid, text) SELECT new.rowid, new.text"
+        f" WHERE new.text GLOB '{cjk}';"
+    )
+    page_out = (
+        "INSERT INTO pages_fts (pages_fts, rowid, text) SELECT 'delete', old.rowid, old.text"
+        " WHERE EXISTS (SELECT 1 FROM pages_fts_docsize WHERE id = old.rowid);"
+        " INSERT INTO pages_cjk (pages_cjk, rowid, text) SELECT 'delete', old.rowid, old.text"
+        " WHERE EXISTS (SELECT 1 FROM pages_cjk_docsize WHERE id = old.rowid);"
+    )
+    answer_in = (
+        "INSERT INTO answers_fts (rowid, question, answer) SELECT new.id, new.question,"
+        " new.answer WHERE new.status = 'complete';"
+        " INSERT INTO answers_cjk (rowid, question, answer) SELECT new.id, new.question,"
+        f" new.answer WHERE new.status = 'complete' AND new.question || ' ' || new.answer"
+        f" GLOB '{cjk}';"
+    )
+    answer_out = (
+        "INSERT INTO answers_fts (answers_fts, rowid, question, answer) SELECT 'delete',"
+        " old.id, old.question, old.answer"
+        " WHERE EXISTS (SELECT 1 FROM answers_fts_docsize WHERE id = old.id);"
+        " INSERT INTO answers_cjk (answers_cjk, rowid, question, answer) SELECT 'delete',"
+        " old.id, old.question, old.answer"
+        " WHERE EXISTS (SELECT 1 FROM answers_cjk_docsize WHERE id = old.id);"
+    )
+    statements += [
+        f"CREATE TRIGGER pages_search_insert AFTER INSERT ON pages BEGIN {page_in} END",
+        f"CREATE TRIGGER pages_search_delete AFTER DELETE ON pages BEGIN {page_out} END",
+        # Only the text: saving token counts (UPDATE ... SET tokens) must not re-index.
+        "CREATE TRIGGER pages_search_update AFTER UPDATE OF text ON pages"
+        f" BEGIN {page_out} {page_in} END",
+        f"CREATE TRIGGER answers_search_insert AFTER INSERT ON answers BEGIN {answer_in} END",
+        f"CREATE TRIGGER answers_search_delete AFTER DELETE ON answers BEGIN {answer_out} END",
+        # Streaming progress and the final status; not the citations merged into `extra`.
+        "CREATE TRIGGER answers_search_update AFTER UPDATE OF question, answer, status"
+        f" ON answers BEGIN {answer_out} {answer_in} END",
+        "CREATE TABLE search_backfill (name TEXT PRIMARY KEY, next_rowid INTEGER,"
+        " last_rowid INTEGER)",
+        "INSERT INTO search_backfill SELECT 'pages', min(rowid), max(rowid) FROM pages"
+        " HAVING count(*) > 0",
+        "INSERT INTO search_backfill SELECT 'answers', min(id), max(id) FROM answers"
+        " WHERE status = 'complete' HAVING count(*) > 0",
+    ]
+    for statement in statements:
+        db.execute(statement)
