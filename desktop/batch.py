@@ -22,14 +22,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from desktop.answering.ask_json import citations_json
 from desktop.answering.events import Stored
 from desktop.answering.service import Answerer, Question
 from desktop.documents import SUPPORTED_SUFFIXES
-from desktop.documents.model import Document
 from desktop.errors import Cancelled, DocumentError, LongdocError, UsageError
 from desktop.library import open_document
 from desktop.reports import csv_text
-from desktop.store.db import Store, StoredAnswer
+from desktop.store.db import Store
 
 STYLES = ("brief", "detailed", "contract", "manual", "transcript")
 DEFAULT_STYLE = "brief"
@@ -367,13 +367,6 @@ def _not_a_document(path: Path) -> str | None:
     return None
 
 
-def _citations(store: Store, answer: StoredAnswer, doc: Document) -> list[dict[str, Any]]:
-    """The answer's citations, each quote checked against the document (as ``ask --json``)."""
-    from desktop.answering.citations import answer_checks
-
-    return [check.to_json() for check in answer_checks(store, answer, doc)]
-
-
 class Batch:
     """One run: files, a job, a store and an answerer; ``run()`` blocks until it ends."""
 
@@ -463,16 +456,16 @@ class Batch:
                 question = Question(
                     doc, text, thinking=self.job.thinking, use_cache=not self.job.force
                 )
-                stored: StoredAnswer | None = None
                 for event in self.answerer.ask(question, self.cancel):
                     if isinstance(event, Stored):
                         stored = event.answer
                         cell.answer = stored.answer
                         cell.model = stored.model
                         cell.from_cache = event.from_cache
+                        # Checked and stored by the core, as ``ask --json`` lists them.
+                        checks = stored.citations.items if stored.citations else ()
+                        cell.citations = citations_json(checks)
                 cell.status = "done"
-                if stored is not None:
-                    cell.citations = _citations(self.store, stored, doc)
         except Cancelled:
             item.status, item.error = "cancelled", "cancelled while answering"
         except DocumentError as exc:

@@ -25,13 +25,36 @@ from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from desktop.answering.pages import AnchorResolver, LabelIndex
 from desktop.documents.anchors import anchor_resolver
 from desktop.documents.model import Document, Page
-from desktop.store.db import Store, StoredAnswer
+
+__all__ = [  # CitationCheck and QuoteStatus live with the answer model (desktop.answers)
+    "CHECK_VERSION",
+    "CITATION_PATTERN",
+    "CheckedCitations",
+    "CitationCheck",
+    "CitationRef",
+    "PageIndex",
+    "QuoteCheck",
+    "QuoteStatus",
+    "answer_checks",
+    "as_quote_checks",
+    "check_answer",
+    "check_citations",
+    "check_set_answer",
+    "check_set_citations",
+    "current_checks",
+    "find_citations",
+    "index_for",
+    "normalize",
+    "normalize_words",
+    "set_answer_checks",
+    "set_indexes",
+]
+from desktop.answers import CheckedCitations, CitationCheck, QuoteStatus, StoredAnswer
 
 if TYPE_CHECKING:
     from desktop.answering.sets import DocumentSet
@@ -115,16 +138,6 @@ def find_citations(text: str) -> list[CitationRef]:
     return refs
 
 
-class QuoteStatus(Enum):
-    """What checking a citation found; the values are the strings ``ask --json`` prints."""
-
-    VERIFIED = "verified"
-    OTHER_PAGE = "other_page"
-    NOT_FOUND = "not_found"
-    UNQUOTED = "unquoted"
-    OTHER_DOCUMENT = "other_document"  # a set's answer: the quote is in another document
-
-
 # Punctuation outside ASCII that extraction and models swap freely: word separators.
 _SEPARATORS = "“”‘’„‚«»‹›–—―…•·\u00a0\u2009\u202f\u2007\u3000"
 # A hyphen, with a line break after it: a word split at a line end. Hyphens go entirely, so
@@ -167,91 +180,6 @@ def _words(text: str) -> bytes:
 def normalize_words(text: str) -> str:
     """The words ``normalize`` keeps, as text."""
     return normalize(text).decode("utf-8", "replace")
-
-
-@dataclass(frozen=True)
-class CitationCheck:
-    """A citation and the quote before it (either may be absent), and what checking found.
-
-    ``start:end`` spans both in the answer; ``pages`` are the cited pages (empty when the
-    label names no page, or for a quote without a citation); ``found_on`` are the pages
-    the quote is on (None when unquoted or not found).
-    """
-
-    start: int
-    end: int
-    cite_start: int | None
-    cite_end: int | None
-    quote_start: int | None
-    quote_end: int | None
-    label: str
-    pages: tuple[int, ...]
-    quote: str | None
-    status: QuoteStatus
-    found_on: tuple[int, ...] | None
-    # In a set's answer: the letter of the document the citation names (or the quote was
-    # found in, for a quote without one), and every document the quote is in, with pages.
-    document: str | None = None
-    found_in: tuple[tuple[str, tuple[int, ...]], ...] | None = None
-    in_set: bool = False  # checked against a set: the JSON carries document and found_in
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``ask --json`` form (a set's adds ``document`` and ``found_in``)."""
-        data: dict[str, Any] = {
-            "pages": list(self.pages),
-            "label": self.label,
-            "quote": self.quote,
-            "status": self.status.value,
-            "found_on": list(self.found_on) if self.found_on is not None else None,
-        }
-        if self.in_set:
-            data["document"] = self.document
-            data["found_in"] = (
-                None
-                if self.found_in is None
-                else [{"document": d, "pages": list(p)} for d, p in self.found_in]
-            )
-        return data
-
-    def to_stored(self) -> dict[str, Any]:
-        """The JSON form plus the spans in the answer, as stored with it."""
-        spans = {
-            "start": self.start,
-            "end": self.end,
-            "cite_start": self.cite_start,
-            "cite_end": self.cite_end,
-            "quote_start": self.quote_start,
-            "quote_end": self.quote_end,
-        }
-        return spans | self.to_json()
-
-    @classmethod
-    def from_stored(cls, data: dict[str, Any]) -> CitationCheck:
-        """Read back what ``to_stored`` wrote."""
-        found = data.get("found_on")
-        found_in = data.get("found_in")
-        return cls(
-            start=int(data["start"]),
-            end=int(data["end"]),
-            cite_start=data.get("cite_start"),
-            cite_end=data.get("cite_end"),
-            quote_start=data.get("quote_start"),
-            quote_end=data.get("quote_end"),
-            label=str(data.get("label", "")),
-            pages=tuple(int(n) for n in data.get("pages", [])),
-            quote=data.get("quote"),
-            status=QuoteStatus(data["status"]),
-            found_on=tuple(int(n) for n in found) if found is not None else None,
-            document=data.get("document"),
-            in_set="document" in data,
-            found_in=(
-                None
-                if found_in is None
-                else tuple(
-                    (str(f["document"]), tuple(int(n) for n in f["pages"])) for f in found_in
-                )
-            ),
-        )
 
 
 class PageIndex(LabelIndex):
@@ -568,24 +496,26 @@ def _first_found(check: CitationCheck) -> int | None:
     return (cited or list(check.found_on))[0]
 
 
-def answer_checks(store: Store, answer: StoredAnswer, doc: Document) -> list[CitationCheck]:
-    """An answer's checked citations: as stored with it, else checked now and stored.
+def check_answer(
+    text: str, doc: Document, first: int, last: int, question: str = ""
+) -> CheckedCitations:
+    """An answer's citations checked against pages ``first..last`` of the document."""
+    checks = check_citations(text, index_for(doc, first, last), question)
+    return CheckedCitations(CHECK_VERSION, tuple(checks))
 
-    Only complete answers keep them (an incomplete one is never served from the cache).
-    """
-    saved = answer.extra.get("citations")
-    if isinstance(saved, dict) and saved.get("version") == CHECK_VERSION:
-        try:
-            return [CitationCheck.from_stored(item) for item in saved["items"]]
-        except (KeyError, TypeError, ValueError):
-            pass  # written by something else: check again
-    index = index_for(doc, answer.first_page, answer.last_page)
-    checks = check_citations(answer.answer, index, answer.question)
-    if answer.complete:
-        stored = {"version": CHECK_VERSION, "items": [c.to_stored() for c in checks]}
-        store.update_answer_extra(answer.id, {"citations": stored})
-        answer.extra["citations"] = stored
-    return checks
+
+def current_checks(answer: StoredAnswer, doc: Document) -> CheckedCitations:
+    """An answer's checked citations: as stored with it, else (checked by an older
+    matcher, or never) checked now. Writes nothing: ``Answerer.ask`` stores them."""
+    saved = answer.citations
+    if saved is not None and saved.version == CHECK_VERSION:
+        return saved
+    return check_answer(answer.answer, doc, answer.first_page, answer.last_page, answer.question)
+
+
+def answer_checks(answer: StoredAnswer, doc: Document) -> list[CitationCheck]:
+    """``current_checks`` as a list."""
+    return list(current_checks(answer, doc).items)
 
 
 def set_indexes(docset: DocumentSet) -> dict[str, PageIndex]:
@@ -593,19 +523,21 @@ def set_indexes(docset: DocumentSet) -> dict[str, PageIndex]:
     return {m.letter: index_for(m.document, m.pages.first, m.pages.last) for m in docset.members}
 
 
-def set_answer_checks(
-    store: Store, answer: StoredAnswer, docset: DocumentSet
-) -> list[CitationCheck]:
-    """A set's answer's checked citations: as stored with it, else checked now and stored."""
-    saved = answer.extra.get("citations")
-    if isinstance(saved, dict) and saved.get("version") == CHECK_VERSION:
-        try:
-            return [CitationCheck.from_stored(item) for item in saved["items"]]
-        except (KeyError, TypeError, ValueError):
-            pass  # written by something else: check again
-    checks = check_set_citations(answer.answer, set_indexes(docset), answer.question)
-    if answer.complete:
-        stored = {"version": CHECK_VERSION, "items": [c.to_stored() for c in checks]}
-        store.update_answer_extra(answer.id, {"citations": stored})
-        answer.extra["citations"] = stored
-    return checks
+def check_set_answer(text: str, docset: DocumentSet, question: str = "") -> CheckedCitations:
+    """A set's answer's citations checked against each document's asked pages."""
+    return CheckedCitations(
+        CHECK_VERSION, tuple(check_set_citations(text, set_indexes(docset), question))
+    )
+
+
+def current_set_checks(answer: StoredAnswer, docset: DocumentSet) -> CheckedCitations:
+    """``current_checks`` for a set's answer (writes nothing: ``Answerer.ask`` stores them)."""
+    saved = answer.citations
+    if saved is not None and saved.version == CHECK_VERSION:
+        return saved
+    return check_set_answer(answer.answer, docset, answer.question)
+
+
+def set_answer_checks(answer: StoredAnswer, docset: DocumentSet) -> list[CitationCheck]:
+    """``current_set_checks`` as a list."""
+    return list(current_set_checks(answer, docset).items)

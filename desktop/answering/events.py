@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from desktop.store.db import StoredAnswer
+from desktop.answers import StoredAnswer
 
 
 @dataclass(frozen=True)

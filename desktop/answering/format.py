@@ -11,8 +11,8 @@ import time
 from collections.abc import Sequence
 
 from desktop.answering.pages import PageRange, describe
+from desktop.answers import StoredAnswer
 from desktop.documents.model import Page
-from desktop.store.db import StoredAnswer
 
 
 def ago(timestamp: float, now: float | None = None) -> str:
@@ -97,3 +97,15 @@ def short_quote(quote: str, limit: int = 120) -> str:
     """A quote on one line, cut with "…" past ``limit`` characters."""
     quote = " ".join(quote.split())
     return quote if len(quote) <= limit else quote[: limit - 1].rstrip() + "…"
+
+
+def truncation_note(answer: StoredAnswer, raise_limit: str = "raise --max-tokens") -> str:
+    """Why a truncated answer stops short, and what to change (the CLI's ``Warning:`` line
+    and the app's notice). ``raise_limit`` names how to allow longer answers there."""
+    limit = f"the token limit ({answer.max_tokens:,} tokens)"
+    if not answer.answer.strip():
+        return (
+            f"the model was still reasoning when it reached {limit}, so there is no "
+            f"answer; {raise_limit}, or turn thinking off"
+        )
+    return f"the answer reached {limit} and was cut; {raise_limit} to allow more"

@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from desktop.store.db import StoredAnswer
+from desktop.answers import StoredAnswer
 
 # A rate needs a real prefill: a mostly cached prompt's first token measures the fixed
 # overhead, not the throughput (the cause of estimates that were far too short).

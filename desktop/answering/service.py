@@ -11,7 +11,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from desktop.answering.budget import (
@@ -21,6 +21,12 @@ from desktop.answering.budget import (
     plan_budget,
     remedy,
     suggest_pages,
+)
+from desktop.answering.citations import (
+    check_answer,
+    check_set_answer,
+    current_checks,
+    current_set_checks,
 )
 from desktop.answering.client import (
     ChatClient,
@@ -36,6 +42,7 @@ from desktop.answering.events import (
     ReasoningDelta,
     Sent,
     Stored,
+    StreamEvent,
     Usage,
 )
 from desktop.answering.pages import format_range
@@ -70,6 +77,7 @@ from desktop.answering.threads import (
     thread_pages,
 )
 from desktop.answering.warmup import ROUTES, Prefilled, Route, RouteMissing, prefill
+from desktop.answers import AnswerKey, AnswerStatus, CheckedCitations, StoredAnswer
 from desktop.config import Settings
 from desktop.documents.ingest import require_text
 from desktop.documents.layout import counts_current
@@ -87,7 +95,7 @@ from desktop.errors import (
     ThreadTooLong,
     UsageError,
 )
-from desktop.store.db import AnswerKey, Store
+from desktop.store.db import EndpointModel, NewTurn, Store
 
 log = logging.getLogger("longdoc.answering")
 
@@ -231,6 +239,12 @@ class Question:
     docset: DocumentSet | None = None
 
     @property
+    def subject_for_threads(self) -> str:
+        """What its thread is stored under: the document's sha256, or the set's documents
+        in order (a follow-up keeps the thread's ranges, see threads.keep_set_ranges)."""
+        return self.document.sha256 if self.docset is None else set_thread_key(self.docset)
+
+    @property
     def subject(self) -> str:
         """What the answer cache and threads key it on: the document's sha256 or the set's key."""
         return self.docset.key if self.docset is not None else self.document.sha256
@@ -283,6 +297,10 @@ class Answerer:
         self._limits: ContextLimits | None = None
         self._reads_images: bool | None = None
         self._lock = threading.Lock()
+        # Writes that reads found to do, made by the next ask's first transaction: the
+        # model the endpoint serves, and page counts of documents stored by an older layout.
+        self._seen: EndpointModel | None = None
+        self._counted: dict[str, Document] = {}
         # The raw-prompt routes still worth trying for warm-ups (a 404 removes one).
         self._routes: list[Route] = list(ROUTES)
 
@@ -307,10 +325,8 @@ class Answerer:
             )
         with self._lock:
             self._model = chosen
-        try:
-            self.store.remember_model(self.endpoint.url, chosen.id, chosen.max_model_len)
-        except LongdocError:
-            log.debug("could not remember the model", exc_info=True)
+            # Remembered by the next ask's own transaction (a read writes nothing).
+            self._seen = EndpointModel(self.endpoint.url, chosen.id, chosen.max_model_len)
         return chosen
 
     def _context_limits(self, model: ModelInfo) -> ContextLimits:
@@ -426,7 +442,8 @@ class Answerer:
         had_counts = counts_current(doc)
         count = count_prompt_tokens(doc, pages, question, thinking, history)
         if not had_counts:
-            self._save_counts(doc)
+            with self._lock:
+                self._counted[doc.sha256] = doc
         return text_only, count
 
     def set_prompt(
@@ -460,8 +477,9 @@ class Answerer:
         unsaved = [m.document for m in docset.members if not counts_current(m.document)]
         messages: list[dict[str, Any]] = list(build_set_messages(docset, question, history))
         count = count_set_prompt_tokens(docset, question, thinking, history)
-        for doc in unsaved:
-            self._save_counts(doc)
+        with self._lock:
+            for doc in unsaved:
+                self._counted[doc.sha256] = doc
         return messages, count, warnings
 
     def _plan_set(self, question: Question, docset: DocumentSet) -> Plan:
@@ -572,21 +590,40 @@ class Answerer:
                 alone,
             )
 
-    def _join_thread(self, question: Question, stored: Stored) -> Stored:
-        """Make a complete answer the thread's next turn (a new thread for a first question)."""
-        current = question.thread.id if question.thread is not None else None
-        if not stored.answer.complete:
-            # A stopped or failed answer is not a turn: the thread stays as it was.
-            return Stored(stored.answer, stored.from_cache, thread_id=current)
+    def _turn(self, question: Question) -> NewTurn:
+        """Where a complete answer to ``question`` goes: the thread's next turn (a new
+        thread for a first question)."""
         pages = question.page_range()
-        earlier = [t.id for t in question.thread.turns] if question.thread is not None else []
-        subject = (
-            question.document.sha256 if question.docset is None else set_thread_key(question.docset)
+        thread = question.thread
+        return NewTurn(
+            thread.id if thread is not None else None,
+            question.subject_for_threads,
+            pages.first,
+            pages.last,
+            tuple(t.id for t in thread.turns) if thread is not None else (),
         )
+
+    def _serve_hit(self, question: Question, hit: StoredAnswer) -> Stored:
+        """A cache hit joins the thread; citations checked by an older matcher are checked
+        again and stored in the same transaction."""
+        checked = (
+            current_checks(hit, question.document)
+            if question.docset is None
+            else current_set_checks(hit, question.docset)
+        )
+        fresh = checked if checked is not hit.citations else None
+        turn = self._turn(question)
         thread_id = self.store.add_turn(
-            current, subject, pages.first, pages.last, stored.answer.id, earlier
+            turn.thread_id,
+            turn.document_sha,
+            turn.first_page,
+            turn.last_page,
+            hit.id,
+            list(turn.after),
+            citations=fresh,
         )
-        return Stored(stored.answer, stored.from_cache, thread_id=thread_id)
+        hit.citations = checked
+        return Stored(hit, from_cache=True, thread_id=thread_id)
 
     def prewarm(
         self,
@@ -618,7 +655,7 @@ class Answerer:
         had_counts = counts_current(doc)
         size = prefix_tokens(doc, pages)
         if not had_counts:
-            self._save_counts(doc)
+            self._save_counts(doc)  # a warm-up is an action, not a read: it may write
         limits = self.limits()
         budget = plan_budget(size, limits, self.settings.answer_reserve)
         if not budget.fits:
@@ -696,26 +733,36 @@ class Answerer:
     ) -> Generator[Event, None, None]:
         """Answer from the cache, or plan, stream and store; the last event is ``Stored``.
 
-        A stopped or failed answer is stored as incomplete/failed (never served from the
-        cache) and the error is raised after it is stored.
+        The ``Stored`` event carries the answer as stored, with its checked citations and
+        its thread: the answer, the citations and the thread turn are written in one
+        transaction, and nothing is read back. Only a complete answer is a turn; one cut
+        at the token limit is stored ``truncated``. A stopped or failed answer is stored
+        as incomplete/failed (never served from the cache) and the error is raised after
+        it is stored.
         """
         cancel = cancel or threading.Event()
         hit = self.lookup(question)
         if hit is not None:
-            yield self._join_thread(question, hit)
+            yield self._serve_hit(question, hit.answer)
             return
         plan = self.plan(question)
         extra: dict[str, Any] = {"endpoint": self.endpoint.url, "pid": os.getpid()}
         if question.docset is not None:
             # What the set was (documents, order, ranges): a follow-up keeps its ranges.
             extra["set"] = question.docset.spec()
-        answer_id = self.store.start_answer(plan.key, extra)
-        parts: list[str] = []
-        reasoning: list[str] = []
-        usage: Usage | None = None
+        created_at = time.time()
+        with self._lock:
+            seen, counted = self._seen, tuple(self._counted.values())
+        answer_id = self.store.start_answer(
+            plan.key, extra, created_at=created_at, seen=seen, counted=counted
+        )
+        with self._lock:
+            if self._seen is seen:
+                self._seen = None
+            for doc in counted:
+                self._counted.pop(doc.sha256, None)
+        record = _Record(answer_id, started=time.monotonic())
         finished: Finished | None = None
-        started = time.monotonic()
-        ttft: float | None = None
         stream: StreamingAnswer | None = None
         try:
             yield Sent(
@@ -746,84 +793,166 @@ class Answerer:
             )
             flushed = time.monotonic()
             for event in stream:
-                if isinstance(event, AnswerDelta):
-                    parts.append(event.text)
-                elif isinstance(event, ReasoningDelta):
-                    reasoning.append(event.text)
-                elif isinstance(event, Usage):
-                    usage = event
-                elif isinstance(event, Finished):
+                if isinstance(event, Finished):
                     finished = event
-                if isinstance(event, AnswerDelta | ReasoningDelta):
-                    now = time.monotonic()
-                    if ttft is None:
-                        ttft = now - started
-                    if now - flushed >= PROGRESS_FLUSH_S:
-                        # A SIGKILL leaves this row 'running' with what arrived so far; the
-                        # next Store marks it incomplete (never served from the cache).
-                        self.store.save_progress(answer_id, "".join(parts), "".join(reasoning))
-                        flushed = now
+                elif record.take(event) and time.monotonic() - flushed >= PROGRESS_FLUSH_S:
+                    # A SIGKILL leaves this row 'running' with what arrived so far; the
+                    # next Store marks it incomplete (never served from the cache).
+                    self.store.save_progress(answer_id, record.answer, record.reasoning)
+                    flushed = time.monotonic()
                 yield event
         except GeneratorExit:
             # The consumer dropped the generator (window closed): keep what arrived.
             if stream is not None:
                 stream.cancel()
-            self._finish(
-                answer_id, "incomplete", parts, reasoning, usage, ttft, started, error="stopped"
-            )
+            self._finish(record, AnswerStatus.INCOMPLETE, error="stopped")
             raise
         except LongdocError as exc:
-            status = "incomplete" if isinstance(exc, Cancelled) else "failed"
-            self._finish(answer_id, status, parts, reasoning, usage, ttft, started, error=str(exc))
+            cancelled = isinstance(exc, Cancelled)
+            status = AnswerStatus.INCOMPLETE if cancelled else AnswerStatus.FAILED
+            self._finish(record, status, error=str(exc))
             raise
         except BaseException:
             if stream is not None:
                 stream.cancel()
-            self._finish(
-                answer_id, "incomplete", parts, reasoning, usage, ttft, started, error="interrupted"
-            )
+            self._finish(record, AnswerStatus.INCOMPLETE, error="interrupted")
             raise
         assert finished is not None
-        status = "complete" if finished.finish_reason in ("stop", "length") else "incomplete"
-        self._finish(
-            answer_id,
-            status,
-            parts,
-            reasoning,
-            usage,
-            ttft,
-            started,
-            finish_reason=finished.finish_reason,
+        status = status_for(finished.finish_reason)
+        checked = (
+            check_answer(
+                record.answer,
+                question.document,
+                plan.pages.first,
+                plan.pages.last,
+                plan.key.question,
+            )
+            if question.docset is None
+            else check_set_answer(record.answer, question.docset, plan.key.question)
         )
-        stored = self.store.get_answer(answer_id)
-        assert stored is not None
-        yield self._join_thread(question, Stored(stored, from_cache=False))
+        turn = self._turn(question) if status is AnswerStatus.COMPLETE else None
+        thread_id = self._finish(
+            record, status, finish_reason=finished.finish_reason, citations=checked, turn=turn
+        )
+        answer = record.stored(plan.key, status, finished.finish_reason, created_at, extra)
+        answer.citations = checked
+        yield Stored(answer, from_cache=False, thread_id=thread_id)
 
     def _finish(
         self,
-        answer_id: int,
-        status: str,
-        parts: list[str],
-        reasoning: list[str],
-        usage: Usage | None,
-        ttft: float | None,
-        started: float,
+        record: _Record,
+        status: AnswerStatus,
         *,
         finish_reason: str | None = None,
         error: str | None = None,
-    ) -> None:
-        self.store.finish_answer(
-            answer_id,
+        citations: CheckedCitations | None = None,
+        turn: NewTurn | None = None,
+    ) -> int | None:
+        record.error = error
+        record.total_s = time.monotonic() - record.started
+        usage = record.usage
+        return self.store.finish_answer(
+            record.answer_id,
             status=status,
-            answer="".join(parts),
-            reasoning="".join(reasoning),
+            answer=record.answer,
+            reasoning=record.reasoning,
             finish_reason=finish_reason,
             error=error,
             prompt_tokens=usage.prompt_tokens if usage else None,
             completion_tokens=usage.completion_tokens if usage else None,
             cached_tokens=usage.cached_tokens if usage else None,
-            ttft_s=ttft,
-            total_s=time.monotonic() - started,
+            ttft_s=record.ttft_s,
+            total_s=record.total_s,
+            citations=citations,
+            turn=turn,
+        )
+
+
+def status_for(finish_reason: str) -> AnswerStatus:
+    """The status of an answer whose stream ended with ``finish_reason``.
+
+    "length" is the token limit (``--max-tokens``): the answer, or the reasoning before
+    it, was cut, so it is ``truncated`` (never a turn, never a cache hit).
+    """
+    if finish_reason == "stop":
+        return AnswerStatus.COMPLETE
+    if finish_reason == "length":
+        return AnswerStatus.TRUNCATED
+    return AnswerStatus.INCOMPLETE
+
+
+@dataclass
+class _Record:
+    """What has streamed of one answer so far, and its timings."""
+
+    answer_id: int
+    started: float
+    parts: list[str] = field(default_factory=list)
+    thinking: list[str] = field(default_factory=list)
+    usage: Usage | None = None
+    ttft_s: float | None = None
+    total_s: float | None = None
+    error: str | None = None
+
+    def take(self, event: StreamEvent) -> bool:
+        """Keep an event's text or figures; True when text arrived."""
+        if isinstance(event, Usage):
+            self.usage = event
+            return False
+        if isinstance(event, AnswerDelta):
+            self.parts.append(event.text)
+        elif isinstance(event, ReasoningDelta):
+            self.thinking.append(event.text)
+        else:
+            return False
+        if self.ttft_s is None:
+            self.ttft_s = time.monotonic() - self.started
+        return True
+
+    @property
+    def answer(self) -> str:
+        """The answer so far."""
+        return "".join(self.parts)
+
+    @property
+    def reasoning(self) -> str:
+        """The reasoning so far."""
+        return "".join(self.thinking)
+
+    def stored(
+        self,
+        key: AnswerKey,
+        status: AnswerStatus,
+        finish_reason: str | None,
+        created_at: float,
+        extra: dict[str, Any],
+    ) -> StoredAnswer:
+        """The answer as ``finish_answer`` stored it (built here, not read back)."""
+        usage = self.usage
+        return StoredAnswer(
+            id=self.answer_id,
+            document_sha=key.document_sha,
+            question=key.question,
+            model=key.model,
+            prompt_version=key.prompt_version,
+            thinking=key.thinking,
+            first_page=key.first_page,
+            last_page=key.last_page,
+            max_tokens=key.max_tokens,
+            answer=self.answer,
+            reasoning=self.reasoning,
+            finish_reason=finish_reason,
+            status=status,
+            error=self.error,
+            prompt_tokens=usage.prompt_tokens if usage else None,
+            completion_tokens=usage.completion_tokens if usage else None,
+            cached_tokens=usage.cached_tokens if usage else None,
+            ttft_s=self.ttft_s,
+            total_s=self.total_s,
+            created_at=created_at,
+            extra=dict(extra),
+            more_documents=key.more_documents,
+            history=key.history,
         )
 
 

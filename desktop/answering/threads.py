@@ -16,12 +16,10 @@ from collections.abc import Sequence
 
 from desktop.answering.pages import PageRange
 from desktop.answering.sets import SET_KEY_PREFIX, DocumentSet, Member
+from desktop.answers import StoredAnswer
+from desktop.answers import Thread as Thread  # re-exported for the answering code's callers
 from desktop.documents.layout import defuse
 from desktop.errors import UsageError
-
-# The store keeps threads; the model is re-exported here for the answering code's callers.
-from desktop.store.db import StoredAnswer
-from desktop.store.db import Thread as Thread
 
 
 def history_messages(turns: Sequence[StoredAnswer]) -> list[dict[str, str]]:

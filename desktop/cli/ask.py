@@ -259,37 +259,16 @@ def check_question(args: argparse.Namespace) -> None:
         )
 
 
-def document_json(path: Path, doc: Document) -> dict[str, Any]:
-    """A document as ``ask --json`` names it."""
-    from desktop.cli.ingest import json_path
-
-    return {
-        "path": json_path(path),
-        "sha256": doc.sha256,
-        "title": doc.title,
-        "pages": len(doc.pages),
-        "tokens": doc.tokens,
-    }
-
-
-def set_citation_json(check: CitationCheck, paths: dict[str, tuple[str, str]]) -> dict[str, Any]:
-    """A set's citation for ``ask --json``: the check plus the cited document's path and hash."""
-    data = check.to_json()
-    path, sha = paths.get(check.document or "", (None, None))
-    data["path"] = path
-    data["sha256"] = sha
-    return data
-
-
 def cmd_ask(args: argparse.Namespace) -> int:
     """Ask, stream, store; print JSON at the end with --json."""
-    from desktop.answering.citations import answer_checks, set_answer_checks
-    from desktop.answering.events import AnswerDelta, Finished, ReasoningDelta, Sent, Stored
-    from desktop.answering.format import ago
+    from desktop.answering.ask_json import ask_json, document_json
+    from desktop.answering.events import AnswerDelta, ReasoningDelta, Sent, Stored
+    from desktop.answering.format import ago, truncation_note
     from desktop.answering.pages import PageRange, describe, parse_range
     from desktop.answering.service import Answerer, Question, resolve_endpoint
     from desktop.answering.sets import build_set
     from desktop.cli.common import managed_server, open_store, settings_from, warn
+    from desktop.cli.ingest import json_path
     from desktop.library import open_document
 
     check_question(args)
@@ -368,12 +347,6 @@ def cmd_ask(args: argparse.Namespace) -> int:
                     sys.stdout.write(event.text)
                     sys.stdout.flush()
                     answered = True
-                elif isinstance(event, Finished) and not args.json:
-                    if event.finish_reason == "length":
-                        warn(
-                            "the answer reached the token limit and was cut; "
-                            "raise --max-tokens to allow more"
-                        )
                 elif isinstance(event, Stored):
                     final = event
                     if event.from_cache and args.check_tokens:
@@ -389,43 +362,21 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 sys.stdout.flush()
         assert final is not None
         answer = final.answer
-        if docset is None:
-            checks = answer_checks(store, answer, doc)
-            head: dict[str, Any] = {"document": document_json(args.path, doc)}
-            citations = [check.to_json() for check in checks]
-        else:
-            checks = set_answer_checks(store, answer, docset)
-            head = {
-                "documents": [
-                    {"letter": m.letter} | document_json(p, m.document)
+        checks = list(answer.citations.items) if answer.citations else []
+        if answer.truncated:
+            warn(truncation_note(answer))
+        if args.json:
+            document = document_json(doc, json_path(args.path))
+            documents = (
+                None
+                if docset is None
+                else [
+                    {"letter": m.letter} | document_json(m.document, json_path(p))
                     for m, p in zip(docset.members, paths, strict=True)
                 ]
-            }
-            by_letter = {d["letter"]: (d["path"], d["sha256"]) for d in head["documents"]}
-            citations = [set_citation_json(check, by_letter) for check in checks]
-        if args.json:
-            print(
-                json.dumps(
-                    head
-                    | {
-                        "question": args.question,
-                        "answer": answer.answer,
-                        "reasoning": answer.reasoning,
-                        "from_cache": final.from_cache,
-                        "model": answer.model,
-                        "finish_reason": answer.finish_reason,
-                        "usage": {
-                            "prompt_tokens": answer.prompt_tokens,
-                            "completion_tokens": answer.completion_tokens,
-                            "cached_tokens": answer.cached_tokens,
-                        },
-                        "timings": {"ttft_s": answer.ttft_s, "total_s": answer.total_s},
-                        "citations": citations,
-                        "thread_id": final.thread_id,
-                    },
-                    ensure_ascii=False,
-                )
             )
+            data = ask_json(final, args.question, document, documents=documents)
+            print(json.dumps(data, ensure_ascii=False))
         else:
             if final.from_cache:
                 if thinking and answer.reasoning:

@@ -18,11 +18,18 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from desktop.answers import (
+    AnswerKey,
+    AnswerStatus,
+    CheckedCitations,
+    StoredAnswer,
+    Thread,
+)
 from desktop.documents.model import Document, OutlineEntry, Page
 from desktop.errors import DatabaseDamaged, StorageError, display_path
 from desktop.processes import pid_alive
@@ -30,6 +37,22 @@ from desktop.store.migrations import MIGRATIONS
 
 if TYPE_CHECKING:
     import sqlite_utils
+
+# The answer model lives in desktop.answers (below the store); these names stay importable
+# from here, where scripts found them.
+__all__ = [
+    "AnswerKey",
+    "AnswerStatus",
+    "CheckedCitations",
+    "DocumentSummary",
+    "EndpointModel",
+    "NewTurn",
+    "Store",
+    "StoredAnswer",
+    "Thread",
+    "damage",
+    "set_aside",
+]
 
 BUSY_TIMEOUT_MS = 15_000
 
@@ -50,68 +73,23 @@ class DocumentSummary:
 
 
 @dataclass(frozen=True)
-class AnswerKey:
-    """What makes two questions the same for the answer cache."""
+class NewTurn:
+    """Where a complete answer goes as a thread's next turn (see ``Store.add_turn``)."""
 
+    thread_id: int | None  # None: a new thread
     document_sha: str
-    question: str
-    model: str
-    prompt_version: str
-    thinking: bool
     first_page: int
     last_page: int
-    max_tokens: int
-    history: str = ""  # digest of the thread's earlier turns ("" = a first question)
-
-    @property
-    def normalized_question(self) -> str:
-        """Whitespace- and case-insensitive form, so "What is X?" == "what is  x?"."""
-        return " ".join(self.question.split()).casefold()
-
-
-@dataclass
-class StoredAnswer:
-    """One answer row, complete or not."""
-
-    id: int
-    document_sha: str
-    question: str
-    model: str
-    prompt_version: str
-    thinking: bool
-    first_page: int
-    last_page: int
-    max_tokens: int
-    answer: str
-    reasoning: str
-    finish_reason: str | None
-    status: str  # "running" | "complete" | "incomplete" | "failed"
-    error: str | None
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    cached_tokens: int | None
-    ttft_s: float | None
-    total_s: float | None
-    created_at: float
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def complete(self) -> bool:
-        """Only complete answers are served from the cache."""
-        return self.status == "complete"
+    after: tuple[int, ...] = ()  # the answer ids of the turns it was asked after
 
 
 @dataclass(frozen=True)
-class Thread:
-    """A conversation about one document's pages: its complete answers, oldest first."""
+class EndpointModel:
+    """The model an endpoint served, and its context length if reported."""
 
-    id: int
-    document_sha: str
-    first_page: int
-    last_page: int
-    turns: list[StoredAnswer] = field(default_factory=list)
-    created_at: float = 0.0
-    updated_at: float = 0.0
+    url: str
+    model: str
+    context_length: int | None
 
 
 def _json(value: Any) -> str:
@@ -334,31 +312,15 @@ class Store:
 
     def save_page_tokens(self, doc: Document) -> None:
         """Store per-page counts made after the document was saved (a new layout version)."""
-        if len(doc.page_tokens) != len(doc.pages):
-            raise ValueError("page_tokens does not match the pages")
         with self._transaction() as conn:
-            conn.executemany(
-                "UPDATE pages SET tokens = ? WHERE sha256 = ? AND number = ?",
-                [
-                    (n, doc.sha256, p.number)
-                    for p, n in zip(doc.pages, doc.page_tokens, strict=True)
-                ],
-            )
-            conn.execute(
-                "UPDATE documents SET layout_version = ?, tokens = ? WHERE sha256 = ?",
-                [doc.layout_version, doc.tokens, doc.sha256],
-            )
+            _save_page_tokens(conn, doc)
 
     # --- endpoints -----------------------------------------------------------------
 
     def remember_model(self, url: str, model: str, context_length: int | None) -> None:
         """Note the model an endpoint served (so a cache hit needs no server call next time)."""
         with self._write():
-            self.conn.execute(
-                "INSERT OR REPLACE INTO endpoint_models (url, model, context_length, updated_at)"
-                " VALUES (?, ?, ?, ?)",
-                [url, model, context_length, time.time()],
-            )
+            _remember_model(self.conn, EndpointModel(url, model, context_length))
 
     def remembered_model(self, url: str) -> str | None:
         """The model ``url`` served last time, if known."""
@@ -419,7 +381,8 @@ class Store:
     # --- answers -------------------------------------------------------------------
 
     def find_answer(self, key: AnswerKey) -> StoredAnswer | None:
-        """The newest complete answer for exactly this question and settings.
+        """The newest complete answer for exactly this question and settings (never a
+        truncated, stopped or failed one).
 
         An empty ``key.model`` matches any model: used when the server is down and the
         model name cannot be asked, so cached answers stay readable offline.
@@ -428,6 +391,8 @@ class Store:
             "document_sha = ? AND question_norm = ? AND prompt_version = ? AND thinking = ?"
             " AND first_page = ? AND last_page = ? AND max_tokens = ? AND status = 'complete'"
             " AND history = ?"
+            # A set's answer (its further documents in extra) never answers one document.
+            " AND coalesce(json_extract(extra, '$.more_documents'), '[]') = ?"
         )
         args: list[Any] = [
             key.document_sha,
@@ -438,6 +403,7 @@ class Store:
             key.last_page,
             key.max_tokens,
             key.history,
+            json.dumps(list(key.more_documents), separators=(",", ":")),
         ]
         if key.model:
             where += " AND model = ?"
@@ -448,8 +414,22 @@ class Store:
             )
         return _answer(row) if row else None
 
-    def start_answer(self, key: AnswerKey, extra: dict[str, Any] | None = None) -> int:
-        """Record a question being asked; it stays 'running' until finished."""
+    def start_answer(
+        self,
+        key: AnswerKey,
+        extra: dict[str, Any] | None = None,
+        *,
+        created_at: float | None = None,
+        seen: EndpointModel | None = None,
+        counted: tuple[Document, ...] = (),
+    ) -> int:
+        """Record a question being asked; it stays 'running' until finished.
+
+        In the same transaction: the model the endpoint served (``seen``) and page counts
+        made for documents stored by an older layout (``counted``), which the reads that
+        found them (the cache lookup, the budget) do not write themselves.
+        """
+        more = {"more_documents": list(key.more_documents)} if key.more_documents else {}
         row = {
             "document_sha": key.document_sha,
             "question": key.question,
@@ -463,14 +443,18 @@ class Store:
             "history": key.history,
             "answer": "",
             "reasoning": "",
-            "status": "running",
-            "created_at": time.time(),
-            "extra": _json(extra or {}),
+            "status": AnswerStatus.RUNNING.value,
+            "created_at": time.time() if created_at is None else created_at,
+            "extra": _json((extra or {}) | more),
         }
         columns = ", ".join(row)
         marks = ", ".join("?" for _ in row)
-        with self._write():
-            cursor = self.conn.execute(
+        with self._transaction() as conn:
+            if seen is not None:
+                _remember_model(conn, seen)
+            for doc in counted:
+                _save_page_tokens(conn, doc)
+            cursor = conn.execute(
                 f"INSERT INTO answers ({columns}) VALUES ({marks})", list(row.values())
             )
             return int(cursor.lastrowid or 0)
@@ -489,12 +473,21 @@ class Store:
         cached_tokens: int | None = None,
         ttft_s: float | None = None,
         total_s: float | None = None,
-    ) -> None:
-        """Store the outcome; ``status`` is complete, incomplete (stopped) or failed."""
-        if status not in ("complete", "incomplete", "failed"):
+        citations: CheckedCitations | None = None,
+        turn: NewTurn | None = None,
+    ) -> int | None:
+        """Store the outcome, its checked citations and its thread turn in one transaction.
+
+        ``status`` is complete, truncated, incomplete (stopped) or failed; only a complete
+        answer may become a ``turn``. Returns the thread's id (None: not a turn).
+        """
+        final = AnswerStatus(status)
+        if final is AnswerStatus.RUNNING:
             raise ValueError(f"bad answer status {status!r}")
+        if turn is not None and final is not AnswerStatus.COMPLETE:
+            raise ValueError(f"a {final.value} answer is not a turn of a thread")
         values = {
-            "status": status,
+            "status": final.value,
             "answer": answer,
             "reasoning": reasoning,
             "finish_reason": finish_reason,
@@ -506,10 +499,13 @@ class Store:
             "total_s": total_s,
         }
         assignments = ", ".join(f"{column} = ?" for column in values)
-        with self._write():
-            self.conn.execute(
+        with self._transaction() as conn:
+            conn.execute(
                 f"UPDATE answers SET {assignments} WHERE id = ?", [*values.values(), answer_id]
             )
+            if citations is not None:
+                _merge_extra(conn, answer_id, {"citations": citations.to_stored()})
+            return None if turn is None else _add_turn(conn, turn, answer_id)
 
     def save_progress(self, answer_id: int, answer: str, reasoning: str) -> None:
         """Keep what has streamed so far of a running answer (it stays 'running')."""
@@ -522,11 +518,7 @@ class Store:
     def update_answer_extra(self, answer_id: int, values: dict[str, Any]) -> None:
         """Merge ``values`` into an answer's ``extra`` JSON (e.g. its checked citations)."""
         with self._transaction() as conn:
-            row = conn.execute("SELECT extra FROM answers WHERE id = ?", [answer_id]).fetchone()
-            if row is None:
-                return
-            extra = json.loads(row[0] or "{}") | values
-            conn.execute("UPDATE answers SET extra = ? WHERE id = ?", [_json(extra), answer_id])
+            _merge_extra(conn, answer_id, values)
 
     def get_answer(self, answer_id: int) -> StoredAnswer | None:
         """One answer by id."""
@@ -567,6 +559,8 @@ class Store:
         last_page: int,
         answer_id: int,
         after: list[int] | None = None,
+        *,
+        citations: CheckedCitations | None = None,
     ) -> int:
         """Append a complete answer to a thread; returns the thread's id.
 
@@ -574,39 +568,14 @@ class Store:
         has changed since (another process followed up, or "Ask again" on an earlier turn),
         the answer starts a new thread holding those turns and then this one, so a thread's
         turns are always exactly what each of its answers saw. A new thread is made when
-        ``thread_id`` is None too.
+        ``thread_id`` is None too. ``citations`` (checked again, e.g. by a newer matcher)
+        are stored with the answer in the same transaction.
         """
-        now = time.time()
-        earlier = list(after or [])
+        turn = NewTurn(thread_id, document_sha, first_page, last_page, tuple(after or ()))
         with self._transaction() as conn:
-            if thread_id is not None:
-                current = [
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT answer_id FROM thread_turns WHERE thread_id = ? ORDER BY turn",
-                        [thread_id],
-                    )
-                ]
-                if current != earlier:
-                    thread_id = None
-            if thread_id is None:
-                cursor = conn.execute(
-                    "INSERT INTO threads (document_sha, first_page, last_page, created_at,"
-                    " updated_at) VALUES (?, ?, ?, ?, ?)",
-                    [document_sha, first_page, last_page, now, now],
-                )
-                thread_id = int(cursor.lastrowid or 0)
-                conn.executemany(
-                    "INSERT INTO thread_turns (thread_id, turn, answer_id) VALUES (?, ?, ?)",
-                    [(thread_id, turn, answer) for turn, answer in enumerate(earlier)],
-                )
-            else:
-                conn.execute("UPDATE threads SET updated_at = ? WHERE id = ?", [now, thread_id])
-            conn.execute(
-                "INSERT INTO thread_turns (thread_id, turn, answer_id) VALUES (?, ?, ?)",
-                [thread_id, len(earlier), answer_id],
-            )
-        return thread_id
+            if citations is not None:
+                _merge_extra(conn, answer_id, {"citations": citations.to_stored()})
+            return _add_turn(conn, turn, answer_id)
 
     def get_thread(self, thread_id: int) -> Thread | None:
         """A thread with its turns, oldest first."""
@@ -625,7 +594,8 @@ class Store:
             )
             columns = [c[0] for c in cursor.description]
             turns = [_answer(dict(zip(columns, r, strict=True))) for r in cursor.fetchall()]
-        return Thread(row[0], row[1], row[2], row[3], turns, row[4], row[5])
+        more = turns[0].more_documents if turns else ()
+        return Thread(row[0], row[1], row[2], row[3], turns, row[4], row[5], more)
 
     def thread_with_answer(self, answer_id: int) -> Thread | None:
         """The most recently continued thread an answer is a turn of, if any."""
@@ -649,6 +619,70 @@ class Store:
         return self.get_thread(row[0]) if row else None
 
 
+def _save_page_tokens(conn: sqlite3.Connection, doc: Document) -> None:
+    if len(doc.page_tokens) != len(doc.pages):
+        raise ValueError("page_tokens does not match the pages")
+    conn.executemany(
+        "UPDATE pages SET tokens = ? WHERE sha256 = ? AND number = ?",
+        [(n, doc.sha256, p.number) for p, n in zip(doc.pages, doc.page_tokens, strict=True)],
+    )
+    conn.execute(
+        "UPDATE documents SET layout_version = ?, tokens = ? WHERE sha256 = ?",
+        [doc.layout_version, doc.tokens, doc.sha256],
+    )
+
+
+def _remember_model(conn: sqlite3.Connection, seen: EndpointModel) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO endpoint_models (url, model, context_length, updated_at)"
+        " VALUES (?, ?, ?, ?)",
+        [seen.url, seen.model, seen.context_length, time.time()],
+    )
+
+
+def _merge_extra(conn: sqlite3.Connection, answer_id: int, values: dict[str, Any]) -> None:
+    row = conn.execute("SELECT extra FROM answers WHERE id = ?", [answer_id]).fetchone()
+    if row is None:
+        return
+    extra = json.loads(row[0] or "{}") | values
+    conn.execute("UPDATE answers SET extra = ? WHERE id = ?", [_json(extra), answer_id])
+
+
+def _add_turn(conn: sqlite3.Connection, turn: NewTurn, answer_id: int) -> int:
+    """``Store.add_turn`` inside the caller's transaction."""
+    now = time.time()
+    thread_id = turn.thread_id
+    earlier = list(turn.after)
+    if thread_id is not None:
+        current = [
+            r[0]
+            for r in conn.execute(
+                "SELECT answer_id FROM thread_turns WHERE thread_id = ? ORDER BY turn",
+                [thread_id],
+            )
+        ]
+        if current != earlier:
+            thread_id = None
+    if thread_id is None:
+        cursor = conn.execute(
+            "INSERT INTO threads (document_sha, first_page, last_page, created_at,"
+            " updated_at) VALUES (?, ?, ?, ?, ?)",
+            [turn.document_sha, turn.first_page, turn.last_page, now, now],
+        )
+        thread_id = int(cursor.lastrowid or 0)
+        conn.executemany(
+            "INSERT INTO thread_turns (thread_id, turn, answer_id) VALUES (?, ?, ?)",
+            [(thread_id, n, answer) for n, answer in enumerate(earlier)],
+        )
+    else:
+        conn.execute("UPDATE threads SET updated_at = ? WHERE id = ?", [now, thread_id])
+    conn.execute(
+        "INSERT INTO thread_turns (thread_id, turn, answer_id) VALUES (?, ?, ?)",
+        [thread_id, len(earlier), answer_id],
+    )
+    return thread_id
+
+
 def _row(cursor: sqlite3.Cursor, values: tuple[Any, ...]) -> dict[str, Any]:
     return {d[0]: v for d, v in zip(cursor.description, values, strict=True)}
 
@@ -661,6 +695,10 @@ def _one(conn: sqlite3.Connection, sql: str, args: list[Any]) -> dict[str, Any] 
 
 
 def _answer(row: dict[str, Any]) -> StoredAnswer:
+    """A row as the typed answer: its checked citations and set out of ``extra``."""
+    extra = json.loads(row["extra"] or "{}")
+    citations = CheckedCitations.from_stored(extra.pop("citations", None))
+    more = tuple(str(sha) for sha in extra.pop("more_documents", None) or ())
     return StoredAnswer(
         id=row["id"],
         document_sha=row["document_sha"],
@@ -674,7 +712,7 @@ def _answer(row: dict[str, Any]) -> StoredAnswer:
         answer=row["answer"],
         reasoning=row["reasoning"],
         finish_reason=row["finish_reason"],
-        status=row["status"],
+        status=AnswerStatus(row["status"]),
         error=row["error"],
         prompt_tokens=row["prompt_tokens"],
         completion_tokens=row["completion_tokens"],
@@ -682,7 +720,10 @@ def _answer(row: dict[str, Any]) -> StoredAnswer:
         ttft_s=row["ttft_s"],
         total_s=row["total_s"],
         created_at=row["created_at"],
-        extra=json.loads(row["extra"] or "{}"),
+        extra=extra,
+        citations=citations,
+        more_documents=more,
+        history=row.get("history") or "",
     )
 
 

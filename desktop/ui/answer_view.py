@@ -33,8 +33,8 @@ from desktop.answering.format import (
     short_quote,
 )
 from desktop.answering.prefill import PrefillGuess
+from desktop.answers import StoredAnswer
 from desktop.documents.model import Page
-from desktop.store.db import StoredAnswer
 from desktop.ui.markdown_stream import citation_href, parse_citation_href
 from desktop.ui.markdown_writer import MarkdownWriter
 from desktop.ui.quote_marks import (

@@ -34,6 +34,7 @@ from desktop.answering.pages import describe, format_range, parse_range
 from desktop.answering.prompt import PageRange
 from desktop.answering.service import Question
 from desktop.answering.threads import Thread, history_messages
+from desktop.answers import StoredAnswer
 from desktop.documents.model import Document
 from desktop.errors import (
     Cancelled,
@@ -45,7 +46,6 @@ from desktop.errors import (
     ThreadTooLong,
 )
 from desktop.reports import write_report
-from desktop.store.db import StoredAnswer
 from desktop.ui import messages, quote_marks, tasks
 from desktop.ui.answer_view import AnswerView
 from desktop.ui.budget_bar import BudgetBar
@@ -902,11 +902,10 @@ class AskPanel(QWidget):
             return
         if not self._page_chars:
             self._page_chars = sum(len(p.text) for p in doc.pages)
-        store = self.session.store
 
         def job() -> list[QuoteCheck]:
-            # As the CLI does: the pages asked about, the index kept, the checks stored.
-            return quote_marks.check_quotes(store, answer, doc)
+            # As the CLI does: the checks the core stored with the answer.
+            return quote_marks.check_quotes(answer, doc)
 
         def show(checks: list[QuoteCheck]) -> None:
             # Still the same answer about the same document on screen?
@@ -914,7 +913,7 @@ class AskPanel(QWidget):
             if self.document is doc and shown is not None and shown.id == answer.id:
                 self.answer_view.show_quote_checks(checks, doc.pages)
 
-        if "citations" in answer.extra or (  # stored with the answer: read back at once
+        if answer.citations is not None or (  # stored with the answer: read at once
             self._page_chars <= QUOTE_CHECK_INLINE_CHARS
             and len(answer.answer) <= QUOTE_CHECK_INLINE_ANSWER_CHARS
         ):

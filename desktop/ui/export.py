@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from desktop.answering.format import answer_scope, page_span
+from desktop.answers import StoredAnswer
 from desktop.documents.model import Page
-from desktop.store.db import StoredAnswer
 
 
 def answer_markdown(answer: StoredAnswer, title: str, pages: Sequence[Page] | int) -> str:

@@ -18,8 +18,8 @@ from PySide6.QtGui import QColor, QFont, QPalette, QTextCharFormat, QTextCursor,
 
 from desktop.answering.citations import QuoteCheck, answer_checks, as_quote_checks
 from desktop.answering.format import page_label, short_quote
+from desktop.answers import StoredAnswer
 from desktop.documents.model import Document, Page
-from desktop.store.db import Store, StoredAnswer
 from desktop.ui.markdown_stream import citation_href
 
 # Not palette roles: "verified", "elsewhere" and "not found" must read the same in light
@@ -54,11 +54,11 @@ def status_of(check: QuoteCheck) -> str:
     return check.status.name.lower()
 
 
-def check_quotes(store: Store, answer: StoredAnswer, doc: Document) -> list[QuoteCheck]:
-    """The core's quote checks for an answer, as the CLI makes them (stored with the
-    answer; quotes restating the question left out). Blocking: run it off the UI thread
-    for a long document."""
-    return as_quote_checks(answer_checks(store, answer, doc))
+def check_quotes(answer: StoredAnswer, doc: Document) -> list[QuoteCheck]:
+    """The core's quote checks for an answer, as the CLI shows them (as stored with the
+    answer; checked again only when an older matcher stored them, and then blocking: run
+    it off the UI thread for a long document)."""
+    return as_quote_checks(answer_checks(answer, doc))
 
 
 def marks_for(checks: Sequence[QuoteCheck]) -> list[QuoteMark]:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from PySide6.QtCore import QUrl, Signal, Slot
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
-from desktop.store.db import StoredAnswer
+from desktop.answers import StoredAnswer
 from desktop.ui.answer_view import MarkdownWriter
 from desktop.ui.markdown_stream import parse_citation_href
 

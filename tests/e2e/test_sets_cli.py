@@ -102,7 +102,7 @@ def test_a_set_of_three_kinds_is_asked_whole_and_checked_per_document(
 
     assert [d["letter"] for d in data["documents"]] == ["A", "B", "C"]
     assert [d["path"] for d in data["documents"]] == docs
-    assert "document" not in data
+    assert data["document"]["sha256"] == data["documents"][0]["sha256"]
     cites = [(c["document"], c["status"], c["path"]) for c in data["citations"]]
     assert cites == [
         ("A", "verified", docs[0]),

@@ -12,13 +12,16 @@ from pathlib import Path
 import pypdfium2 as pdfium
 import pytest
 
+from desktop.answering.ask_json import citation_json
 from desktop.answering.citations import (
     CHECK_VERSION,
+    CheckedCitations,
     CitationCheck,
     PageIndex,
     QuoteStatus,
     answer_checks,
     as_quote_checks,
+    check_answer,
     check_citations,
     find_citations,
     index_for,
@@ -183,14 +186,14 @@ def test_quote_statuses_on_real_text(geotopo: Document) -> None:
     ]
     assert [c.found_on for c in checks] == [(2,), (2,), (2,), (2,), None, None, None, None]
     assert [c.pages for c in checks] == [(2,), (2,), (2,), (3,), (2,), (2,), (2,), (4,)]
-    assert checks[3].to_json() == {
+    assert citation_json(checks[3]) == {
         "pages": [3],
         "label": "iii",
         "quote": "Dieses Skript wurde im Wintersemester 2013/2014",
         "status": "other_page",
         "found_on": [2],
     }
-    assert checks[-1].to_json()["quote"] is None
+    assert citation_json(checks[-1])["quote"] is None
     assert answer[checks[0].start : checks[0].end].endswith("[p. ii]")
 
 
@@ -267,19 +270,35 @@ def test_checked_citations_are_stored_with_the_answer(tmp_path: Path) -> None:
     key = AnswerKey(doc.sha256, "Cap?", "m", "1", True, 1, len(PAGES), 100)
     answer_id = store.start_answer(key, {"pid": 1})
     text = 'Capped: "liability is capped at EUR 2,000,000" [p. 1], see [p. A-2].'
-    store.finish_answer(answer_id, status="complete", answer=text, reasoning="")
-    answer = store.get_answer(answer_id)
-    assert answer is not None
-    first = answer_checks(store, answer, doc)
+    checked = check_answer(text, doc, 1, len(PAGES), "Cap?")
+    store.finish_answer(answer_id, status="complete", answer=text, reasoning="", citations=checked)
+    first = list(checked.items)
     assert [c.status for c in first] == [QuoteStatus.VERIFIED, QuoteStatus.UNQUOTED]
     again = store.get_answer(answer_id)
     assert again is not None
     assert again.extra["pid"] == 1
-    assert again.extra["citations"]["version"] == CHECK_VERSION
+    assert again.citations is not None and again.citations.version == CHECK_VERSION
     # Read back as stored, not checked again: a changed text would give another result.
     changed = Document(doc.sha256, doc.path, "pdf", "t", [Page(1, "1", "nothing")])
-    assert answer_checks(store, again, changed) == first
+    assert answer_checks(again, changed) == first
     assert [CitationCheck.from_stored(c.to_stored()) for c in first] == first
+    store.close()
+
+
+def test_reading_old_checks_checks_again_and_writes_nothing(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db.sqlite")
+    doc = Document("e" * 64, "/x.pdf", "pdf", "t", list(PAGES))
+    store.save_document(doc)
+    key = AnswerKey(doc.sha256, "Cap?", "m", "1", True, 1, len(PAGES), 100)
+    answer_id = store.start_answer(key)
+    text = 'Capped: "liability is capped at EUR 2,000,000" [p. 1].'
+    old = CheckedCitations(CHECK_VERSION - 1, ())
+    store.finish_answer(answer_id, status="complete", answer=text, reasoning="", citations=old)
+    answer = store.get_answer(answer_id)
+    assert answer is not None and answer.citations == old
+    assert [c.status for c in answer_checks(answer, doc)] == [QuoteStatus.VERIFIED]
+    again = store.get_answer(answer_id)
+    assert again is not None and again.citations == old  # a read wrote nothing
     store.close()
 
 
@@ -404,7 +423,7 @@ def test_ask_json_reports_citations_and_a_cached_answer_keeps_them(
     store = Store(tmp_path / "longdoc.db")
     [stored] = store.answers_for(data["document"]["sha256"])
     store.close()
-    assert len(stored.extra["citations"]["items"]) == 4
+    assert stored.citations is not None and len(stored.citations.items) == 4
     again = longdoc(tmp_path, server, pdf, "Worum geht es?", "--json", "--pages", "1-3")
     cached = json.loads(again.stdout)
     assert cached["from_cache"] is True

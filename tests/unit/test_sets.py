@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from desktop.answering.ask_json import citation_json
 from desktop.answering.citations import (
     QuoteStatus,
     check_citations,
@@ -148,16 +149,16 @@ def test_quotes_are_checked_against_the_cited_document(three: list[Document]) ->
         ("C", QuoteStatus.UNQUOTED, (2,)),
         ("D", QuoteStatus.UNQUOTED, ()),
     ]
-    wrong = checks[3].to_json()
+    wrong = citation_json(checks[3])
     assert wrong["status"] == "other_document"
     assert wrong["found_in"] == [{"document": "B", "pages": [4]}]
-    assert checks[4].to_json()["found_on"] == [2]
+    assert citation_json(checks[4])["found_on"] == [2]
 
 
 def test_single_document_checks_keep_todays_json(three: list[Document]) -> None:
     doc = three[0]
     [check] = check_citations('"Revenue rose to 12 million euros" [p. 1]', index_for(doc))
-    assert check.to_json() == {
+    assert citation_json(check) == {
         "pages": [2],
         "label": "1",
         "quote": "Revenue rose to 12 million euros",

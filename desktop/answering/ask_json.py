@@ -1,0 +1,110 @@
+"""The ``ask --json`` object, built in this one module from the typed answer.
+
+``longdoc ask --json`` prints :func:`ask_json`; ``summarize``/``review`` reports reuse
+:func:`citation_json` for their cells, so a citation reads the same everywhere. The README
+documents the schema (*Command line*); change both together.
+
+Extension points: fields that only some answers have are emitted only when present, so a
+single-document answer's JSON stays as it was. A set of documents passes ``documents``
+(each from :func:`document_json`); a document's ``warnings`` and ``unread_pages`` are
+``document_json``'s optional arguments; a set's citations carry ``document`` and
+``found_in`` (:func:`citation_json`), and with ``documents`` also the cited document's
+``path`` and ``sha256``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from desktop.answering.events import Stored
+from desktop.answers import CitationCheck
+from desktop.documents.model import Document
+
+
+def document_json(
+    doc: Document,
+    path: str,
+    *,
+    warnings: Sequence[str] | None = None,
+    unread_pages: Sequence[int] | None = None,
+) -> dict[str, Any]:
+    """A document as ``ask --json`` names it; ``path`` as the user gave it (JSON-safe)."""
+    data: dict[str, Any] = {
+        "path": path,
+        "sha256": doc.sha256,
+        "title": doc.title,
+        "pages": len(doc.pages),
+        "tokens": doc.tokens,
+    }
+    if warnings is not None:
+        data["warnings"] = list(warnings)
+    if unread_pages is not None:
+        data["unread_pages"] = list(unread_pages)
+    return data
+
+
+def citation_json(check: CitationCheck) -> dict[str, Any]:
+    """One checked citation: ``{"pages", "label", "quote", "status", "found_on"}``, and in
+    a set's answer ``"document"`` (its letter) and ``"found_in"``
+    (``[{"document", "pages"}]``, every document the quote is in)."""
+    data: dict[str, Any] = {
+        "pages": list(check.pages),
+        "label": check.label,
+        "quote": check.quote,
+        "status": check.status.value,
+        "found_on": list(check.found_on) if check.found_on is not None else None,
+    }
+    if check.in_set:
+        data["document"] = check.document
+        data["found_in"] = check.found_in_json()
+    return data
+
+
+def citations_json(checks: Sequence[CitationCheck]) -> list[dict[str, Any]]:
+    """Every checked citation, in answer order."""
+    return [citation_json(check) for check in checks]
+
+
+def ask_json(
+    stored: Stored,
+    question: str,
+    document: dict[str, Any],
+    *,
+    documents: Sequence[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The object ``ask --json`` prints for the final event of ``Answerer.ask``.
+
+    ``document`` is the (first) document, from :func:`document_json`; ``documents`` the
+    whole set, for a question about several. ``thread_id`` is null unless the answer is a
+    turn of a thread (only complete answers are); ``truncated`` says the answer stopped at
+    the token limit.
+    """
+    answer = stored.answer
+    checks = answer.citations.items if answer.citations is not None else ()
+    data: dict[str, Any] = {"document": document}
+    if documents is not None:
+        data["documents"] = list(documents)
+    data |= {
+        "question": question,
+        "answer": answer.answer,
+        "reasoning": answer.reasoning,
+        "from_cache": stored.from_cache,
+        "model": answer.model,
+        "finish_reason": answer.finish_reason,
+        "truncated": answer.truncated,
+        "usage": {
+            "prompt_tokens": answer.prompt_tokens,
+            "completion_tokens": answer.completion_tokens,
+            "cached_tokens": answer.cached_tokens,
+        },
+        "timings": {"ttft_s": answer.ttft_s, "total_s": answer.total_s},
+        "citations": citations_json(checks),
+        "thread_id": stored.thread_id,
+    }
+    if documents is not None:
+        # A set's citation also names the cited document's file, by its letter.
+        files = {d.get("letter"): (d["path"], d["sha256"]) for d in documents}
+        for item in data["citations"]:
+            item["path"], item["sha256"] = files.get(item.get("document"), (None, None))
+    return data
