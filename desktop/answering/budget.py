@@ -11,10 +11,15 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from desktop.answering.pages import PageRange, format_range
 from desktop.config import MIN_ANSWER_RESERVE
-from desktop.documents.model import Page
+from desktop.documents.model import Document, Page
+from desktop.errors import DocumentTooLarge, SetTooLarge
+
+if TYPE_CHECKING:
+    from desktop.answering.sets import DocumentSet
 
 
 class Limit(StrEnum):
@@ -183,3 +188,45 @@ def remedy(budget: Budget, pages: Sequence[Page], selected: PageRange) -> str:
             " if the server allows more, or use a server with a longer context"
         )
     return "a single page cannot be split: use a server with a longer context"
+
+
+def refusal(doc: Document, selected: PageRange, budget: Budget) -> DocumentTooLarge:
+    """The one DocumentTooLarge for a budget that does not fit: the binding limit with its
+    numbers, what to do, and a range that fits (questions and warm-ups alike)."""
+    fit = suggest_pages(selected, budget)
+    return DocumentTooLarge(
+        doc.path,
+        budget.prompt_tokens,
+        budget.prompt_limit,
+        budget.limits.context_length,
+        selected.last - selected.first + 1,
+        limit=explain_limit(budget),
+        remedy=remedy(budget, doc.pages, selected),
+        suggested=None if fit is None else (fit.first, fit.last),
+    )
+
+
+def set_refusal(docset: DocumentSet, shares: dict[str, int], budget: Budget) -> SetTooLarge:
+    """The one refusal of a set that does not fit: each document's tokens (``shares``, its
+    block in the prompt), the binding limit, and what would fit: a document to drop, or a
+    range of the largest."""
+    over = budget.overflow
+    options = []
+    droppable = [m.letter for m in docset.members if shares[m.letter] >= over]
+    if droppable:
+        options.append(f"drop document {' or '.join(droppable[-3:])}")
+    largest = max(docset.members, key=lambda m: shares[m.letter])
+    allowed = shares[largest.letter] - over
+    pages = largest.pages.last - largest.pages.first + 1
+    if allowed > 0 and pages > 1:
+        count = max(1, min(pages - 1, int(pages * allowed / shares[largest.letter] * 0.95)))
+        last = largest.pages.first + count - 1
+        text = format_range(largest.document.pages, largest.pages.first, last)
+        options.append(f"ask about part of {largest.letter}, e.g. --pages {largest.letter}:{text}")
+    return SetTooLarge(
+        [(m.letter, m.document.path, shares[m.letter]) for m in docset.members],
+        budget.prompt_tokens,
+        limit=explain_limit(budget),
+        remedy="; or ".join(options)
+        or "ask about fewer documents, or use a server with a longer context",
+    )

@@ -14,14 +14,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from desktop.answering.budget import (
-    Budget,
-    ContextLimits,
-    explain_limit,
-    plan_budget,
-    remedy,
-    suggest_pages,
-)
+from desktop.answering.budget import Budget, ContextLimits, plan_budget, refusal, set_refusal
 from desktop.answering.citations import (
     check_answer,
     check_set_answer,
@@ -45,7 +38,6 @@ from desktop.answering.events import (
     StreamEvent,
     Usage,
 )
-from desktop.answering.pages import format_range
 from desktop.answering.prompt import (
     PROMPT_VERSION,
     SET_PROMPT_VERSION,
@@ -85,13 +77,11 @@ from desktop.documents.model import Document
 from desktop.errors import (
     Cancelled,
     ContextUnknown,
-    DocumentTooLarge,
     LongdocError,
     ModelNotServed,
     NoServerConfigured,
     ServerError,
     ServerUnavailable,
-    SetTooLarge,
     ThreadTooLong,
     UsageError,
 )
@@ -510,12 +500,7 @@ class Answerer:
             self._refuse_thread(question, alone, budget.prompt_tokens, budget, reserve)
         if not budget.fits:
             shares = {m.letter: document_share(docset, m.letter) for m in docset.members}
-            raise SetTooLarge(
-                [(m.letter, m.document.path, shares[m.letter]) for m in docset.members],
-                budget.prompt_tokens,
-                limit=explain_limit(budget),
-                remedy=set_remedy(docset, shares, budget),
-            )
+            raise set_refusal(docset, shares, budget)
         key = self.cache_key(question, info.id, reserve)
         return Plan(question, question.page_range(), info.id, messages, budget, key, local, server)
 
@@ -550,17 +535,7 @@ class Answerer:
             _, alone = self.prompt(doc, pages, question.text, question.thinking)
             self._refuse_thread(question, alone, budget.prompt_tokens, budget, reserve)
         if not budget.fits:
-            fit = suggest_pages(pages, budget)
-            raise DocumentTooLarge(
-                doc.path,
-                budget.prompt_tokens,
-                budget.prompt_limit,
-                limits.context_length,
-                pages.last - pages.first + 1,
-                limit=explain_limit(budget),
-                remedy=remedy(budget, doc.pages, pages),
-                suggested=None if fit is None else (fit.first, fit.last),
-            )
+            raise refusal(doc, pages, budget)
         key = self.cache_key(question, info.id, reserve)
         return Plan(question, pages, info.id, messages, budget, key, local, server)
 
@@ -659,17 +634,7 @@ class Answerer:
         limits = self.limits()
         budget = plan_budget(size, limits, self.settings.answer_reserve)
         if not budget.fits:
-            fit = suggest_pages(pages, budget)
-            raise DocumentTooLarge(
-                doc.path,
-                size,
-                budget.prompt_limit,
-                limits.context_length,
-                pages.last - pages.first + 1,
-                limit=explain_limit(budget),
-                remedy=remedy(budget, doc.pages, pages),
-                suggested=None if fit is None else (fit.first, fit.last),
-            )
+            raise refusal(doc, pages, budget)
         timeout = first_token_timeout(size, self.settings.min_prefill_rate)
         prompt = cacheable_prefix(doc, pages)
         for route in list(self._routes):
@@ -954,24 +919,3 @@ class _Record:
             more_documents=key.more_documents,
             history=key.history,
         )
-
-
-def set_remedy(docset: DocumentSet, shares: dict[str, int], budget: Budget) -> str:
-    """What would fit when a set does not: dropping a document, or a range of the largest."""
-    over = budget.overflow
-    droppable = [m.letter for m in docset.members if shares[m.letter] >= over]
-    options = []
-    if droppable and len(docset) > 1:
-        names = " or ".join(droppable[-3:])
-        options.append(f"drop document {names}")
-    largest = max(docset.members, key=lambda m: shares[m.letter])
-    allowed = shares[largest.letter] - over
-    pages = largest.pages.last - largest.pages.first + 1
-    if allowed > 0 and pages > 1:
-        count = max(1, min(pages - 1, int(pages * allowed / shares[largest.letter] * 0.95)))
-        last = largest.pages.first + count - 1
-        text = format_range(largest.document.pages, largest.pages.first, last)
-        options.append(f"ask about part of {largest.letter}, e.g. --pages {largest.letter}:{text}")
-    if not options:
-        return "ask about fewer documents, or use a server with a longer context"
-    return "; or ".join(options)
