@@ -107,7 +107,7 @@ def report_token_check(local: int, remote: int | None) -> None:
     if remote is None:
         print(
             f"Prompt: {local:,} tokens (the server cannot count chat messages; "
-            "SGLang 0.5.15 or newer can).",
+            "SGLang 0.5.15 or newer and vLLM can).",
             file=sys.stderr,
         )
     elif remote == local:
