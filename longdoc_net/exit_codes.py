@@ -47,13 +47,23 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         "storage problem: the disk is full, the data directory is not writable, "
         "or the database is damaged",
     ),
-    ExitCode(EXIT_USAGE, "usage: bad arguments or settings"),
+    ExitCode(
+        EXIT_USAGE,
+        "usage: bad arguments or settings (also: a question that names a file, the same "
+        "document twice in a set or a compare, fewer than two documents for compare, a "
+        "--pages letter that names no document of the set)",
+    ),
     ExitCode(
         EXIT_DOCUMENT,
         "document problem: unreadable, not a regular file, encrypted, no text, too large "
-        "for the context (or a follow-up thread that no longer fits)",
+        "for the context (or a follow-up thread that no longer fits, or a set of documents "
+        "too large: the refusal names each document's tokens)",
     ),
-    ExitCode(EXIT_SERVER_UNAVAILABLE, "server unreachable, still loading, or refusing the API key"),
+    ExitCode(
+        EXIT_SERVER_UNAVAILABLE,
+        "server unreachable, still loading, or refusing the API key (compare prints its "
+        "changes first)",
+    ),
     ExitCode(EXIT_REQUEST_FAILED, "server rejected or broke off the request"),
     ExitCode(
         EXIT_BATCH_FAILED,

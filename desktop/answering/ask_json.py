@@ -103,8 +103,17 @@ def ask_json(
         "thread_id": stored.thread_id,
     }
     if documents is not None:
-        # A set's citation also names the cited document's file, by its letter.
-        files = {d.get("letter"): (d["path"], d["sha256"]) for d in documents}
-        for item in data["citations"]:
-            item["path"], item["sha256"] = files.get(item.get("document"), (None, None))
+        data["citations"] = set_citations_json(checks, documents)
     return data
+
+
+def set_citations_json(
+    checks: Sequence[CitationCheck], documents: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """A set's checked citations, each also naming the cited document's ``path`` and
+    ``sha256`` (``documents``: each with its ``letter``, from :func:`document_json`)."""
+    files = {d.get("letter"): (d["path"], d["sha256"]) for d in documents}
+    items = citations_json(checks)
+    for item in items:
+        item["path"], item["sha256"] = files.get(item.get("document"), (None, None))
+    return items

@@ -240,6 +240,9 @@ class Question:
     # A question about a set of documents (``document`` is then its first document, and
     # ``pages`` is unused: each member carries its range).
     docset: DocumentSet | None = None
+    # A quote that repeats the question is not checked (it restates it, not the document),
+    # unless the question itself quotes the documents (compare's change list).
+    quotes_in_question: bool = False
 
     @property
     def subject_for_threads(self) -> str:
@@ -887,7 +890,11 @@ class Answerer:
                 plan.key.question,
             )
             if question.docset is None
-            else check_set_answer(record.answer, question.docset, plan.key.question)
+            else check_set_answer(
+                record.answer,
+                question.docset,
+                "" if question.quotes_in_question else plan.key.question,
+            )
         )
         turn = self._turn(question) if status is AnswerStatus.COMPLETE else None
         thread_id = self._finish(
