@@ -55,6 +55,7 @@ from desktop.answering.scans import (
     build_image_messages,
     build_set_image_messages,
     count_image_prompt_tokens,
+    damaged_pages,
     page_images,
     reads_images,
     scanned_pages,
@@ -289,6 +290,10 @@ class Plan:
     key: AnswerKey
     local_tokens: int = 0
     server_tokens: int | None = None  # the server's count, when asked and available
+    # Pages the answer cannot use (damaged, or scanned for a server that reads no images)
+    # and what the user is told about the scanned ones (ask --json's document fields).
+    unread_pages: list[int] = field(default_factory=list)
+    unread_warnings: list[str] = field(default_factory=list)
 
 
 class Answerer:
@@ -546,15 +551,21 @@ class Answerer:
             else None
         )
         budget = plan_budget(max(local, server or 0), limits, reserve)
+        unread = damaged_pages(doc, pages)
+        unread_notes: list[str] = []
         if scanned and not self.reads_images():
-            budget.warnings.append(unread_warning(scanned, doc))
+            unread_notes.append(unread_warning(scanned, doc))
+            budget.warnings.extend(unread_notes)
+            unread = sorted({*unread, *scanned})
         if not budget.fits and question.thread is not None and history:
             _, alone = self.prompt(doc, pages, question.text, question.thinking)
             self._refuse_thread(question, alone, budget.prompt_tokens, budget, reserve)
         if not budget.fits:
             raise refusal(doc, pages, budget)
         key = self.cache_key(question, info.id, reserve)
-        return Plan(question, pages, info.id, messages, budget, key, local, server)
+        return Plan(
+            question, pages, info.id, messages, budget, key, local, server, unread, unread_notes
+        )
 
     def _save_counts(self, doc: Document) -> None:
         """Keep per-page counts made now (a document stored by an older layout)."""
@@ -836,6 +847,8 @@ class Answerer:
                     else question.docset.page_count
                 ),
                 warnings=list(plan.budget.warnings),
+                unread_pages=list(plan.unread_pages),
+                document_warnings=list(plan.unread_warnings),
                 local_tokens=plan.local_tokens,
                 server_tokens=plan.server_tokens,
             )

@@ -244,6 +244,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from desktop.answering.events import AnswerDelta, ReasoningDelta, Sent, Stored
     from desktop.answering.format import ago, truncation_note
     from desktop.answering.pages import PageRange, describe, parse_range
+    from desktop.answering.scans import damaged_pages
     from desktop.answering.service import Answerer, Question, resolve_endpoint
     from desktop.answering.sets import build_set
     from desktop.cli.common import managed_server, open_store, warn
@@ -266,6 +267,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
         docs = [open_document(path, store)[0] for path in paths]
         doc = docs[0]
         args.path = paths[0]
+        if not args.json:  # with --json they are the document's "warnings"
+            for path, each in zip(paths, docs, strict=True):
+                for note in each.warnings:
+                    warn(f"{display_path(path)}: {note}")
         docset = build_set(docs, args.pages or ()) if len(docs) > 1 else None
         pages = None
         if docset is None and args.pages:
@@ -295,12 +300,14 @@ def cmd_ask(args: argparse.Namespace) -> int:
             )
         tty_err = sys.stderr.isatty()
         final: Stored | None = None
+        sent: Sent | None = None
         in_reasoning = False
         answered = False
         events = answerer.ask(question)
         try:
             for event in events:
                 if isinstance(event, Sent):
+                    sent = event
                     if args.check_tokens:
                         report_token_check(event.local_tokens, event.server_tokens)
                     for warning in event.warnings:
@@ -346,12 +353,22 @@ def cmd_ask(args: argparse.Namespace) -> int:
         if answer.truncated:
             warn(truncation_note(answer))
         if args.json:
-            document = document_json(doc, json_path(args.path))
+            # Unread pages: from what was sent, else (a cached answer) the damaged ones.
+            unread = (
+                sent.unread_pages
+                if sent is not None
+                else damaged_pages(
+                    doc, docset.members[0].pages if docset else question.page_range()
+                )
+            )
+            notes = [*doc.warnings, *(sent.document_warnings if sent is not None else [])]
+            document = document_json(doc, json_path(args.path), warnings=notes, unread_pages=unread)
             documents = (
                 None
                 if docset is None
                 else [
-                    {"letter": m.letter} | document_json(m.document, json_path(p))
+                    {"letter": m.letter}
+                    | document_json(m.document, json_path(p), warnings=m.document.warnings)
                     for m, p in zip(docset.members, paths, strict=True)
                 ]
             )

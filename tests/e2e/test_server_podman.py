@@ -49,6 +49,7 @@ STATUS_KEYS = {
     "gpus",
     "metrics",
     "error",
+    "outcome",
 }
 
 
@@ -720,3 +721,31 @@ def test_a_container_of_another_home_with_our_name_is_left_alone(
         assert parse_inspect(podman("container", "inspect", name).stdout)[0].running
     finally:
         podman("rm", "--force", name, check=False)
+
+
+def test_a_killed_supervisor_leaves_no_podman_log_follower(
+    managed_home: Path, container_profile: ProfileMaker
+) -> None:
+    profile = container_profile(startup_delay=0.5)
+    name = f"longdoc-sglang-{profile['port']}"
+
+    def followers() -> list[int]:
+        found = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    argv = (entry / "cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                if b"--follow" in argv and name.encode() in argv:
+                    found.append(int(entry.name))
+        return found
+
+    manager(managed_home).start()
+    assert followers()
+    state = json.loads((managed_home / "server" / "state.json").read_text())
+    os.kill(state["supervisor_pid"], 9)
+    wait_for(lambda: not followers(), 30, "podman logs --follow to end with its supervisor")
+    # A new supervisor adopts the container and follows it again.
+    manager(managed_home).start()
+    assert len(followers()) == 1
