@@ -15,6 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 CORPUS_DIR = ROOT.parent / "shared" / "corpus" / "pdf-samples"
 API_KEY = "test-key-123"
 
+# The shared fixtures (``store``...) live in tests/support, with the other test helpers.
+pytest_plugins = ["tests.support.fixtures"]
+
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

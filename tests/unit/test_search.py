@@ -23,13 +23,6 @@ def contract(n: int, planted: str = "") -> tuple[str, str]:
     return (str(n), f"{FILLER} {planted} {FILLER}")
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    s = Store(tmp_path / "longdoc.db")
-    yield s
-    s.close()
-
-
 def answer(store: Store, sha: str, question: str, text: str, status: str = "complete") -> int:
     key = AnswerKey(sha, question, "m", "v1", False, 1, 1, 100)
     answer_id = store.start_answer(key)
