@@ -277,9 +277,14 @@ def _mapped_words(text: str) -> tuple[bytes, list[int], list[int]]:
             continue
         if piece in ("\u00ad", "\u200b"):
             continue
-        piece = unicodedata.normalize("NFKC", piece).casefold().replace("-", "")
-        for separator in _SEPARATORS:
-            piece = piece.replace(separator, " ")
+        if piece.isascii():
+            # Most characters: NFKC and the separators (none ASCII) change nothing; this
+            # halves the time on a long page (the Compare window highlights one per click).
+            piece = piece.lower().replace("-", "")
+        else:
+            piece = unicodedata.normalize("NFKC", piece).casefold().replace("-", "")
+            for separator in _SEPARATORS:
+                piece = piece.replace(separator, " ")
         for byte in piece.encode("utf-8", "replace").translate(_BYTE_TABLE):
             if byte == 32 and (not out or out[-1] == 32):
                 continue

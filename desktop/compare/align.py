@@ -27,6 +27,8 @@ from desktop.documents.model import Document
 
 # A moved block has at least this many words ("Yes." twice is not a move).
 MIN_MOVED_WORDS = 4
+# A changed block keeps at least this share of its words (else: removed + added).
+MIN_SIMILARITY = 0.5
 # A replaced run longer than this (in words) is not read word by word.
 MAX_REGION_WORDS = 40_000
 
@@ -190,7 +192,22 @@ def _region(
             min(new_ids) if new_ids else (b[j1][0] if j1 < len(b) else _at(new, news, olds, old))
         )
         out.append((place, 0 if new_ids else -1, _change(old, new, touched, inserted, deleted)))
-    return out
+    return [piece for entry in out for piece in _unrelated(entry)]
+
+
+def _unrelated(entry: tuple[int, int, Change]) -> list[tuple[int, int, Change]]:
+    """A "changed" block that shares few words with its old text: a clause removed next to
+    an unrelated one added, so it is reported as the two."""
+    place, _, change = entry
+    if change.kind is not ChangeKind.CHANGED:
+        return [entry]
+    a, b = change.old_text.split(), change.new_text.split()
+    if difflib.SequenceMatcher(None, a, b, autojunk=False).ratio() >= MIN_SIMILARITY:
+        return [entry]
+    return [
+        (place, -1, Change(ChangeKind.REMOVED, change.old, ())),
+        (place, 0, Change(ChangeKind.ADDED, (), change.new)),
+    ]
 
 
 def _change(

@@ -44,6 +44,11 @@ MARKS = {
 }
 
 
+def short(title: str, limit: int = 60) -> str:
+    """A title that fits above a view."""
+    return title if len(title) <= limit else title[: limit - 1].rstrip() + "…"
+
+
 def change_line(n: int, change: Change) -> str:
     """A change as the list shows it: number, kind, both anchors and its words."""
     if change.kind is ChangeKind.CHANGED:
@@ -77,14 +82,14 @@ class CompareWindow(QWidget):
         self._explain = explain
         self._task: tasks.Task[Any] | None = None
         self._parts: list[str] = []
-        self.setWindowTitle(f"Compare: {old.title} → {new.title} — Longdoc")
+        self.setWindowTitle(f"Compare: {short(old.title)} → {short(new.title)} — Longdoc")
 
         self.old_view = DocumentView()
         self.old_view.setObjectName("compareOldView")
         self.new_view = DocumentView()
         self.new_view.setObjectName("compareNewView")
-        self.old_label = QLabel(f"A (old): {old.title}")
-        self.new_label = QLabel(f"B (new): {new.title}")
+        self.old_label = QLabel(f"A (old): {short(old.title)}")
+        self.new_label = QLabel(f"B (new): {short(new.title)}")
         self.status_label = QLabel("Comparing…")
         self.status_label.setObjectName("compareStatusLabel")
         self.change_list = QListWidget()
