@@ -23,8 +23,10 @@ lint: $(VENV)/.test-installed
 typecheck: $(VENV)/.test-installed
 	$(BIN)/mypy
 
+# GUI tests run offscreen; those marked `xvfb` run on a private Xvfb the run starts itself
+# (tests/support/display.py), whether or not a DISPLAY is set.
 pytest: $(VENV)/.test-installed
-	QT_QPA_PLATFORM=offscreen LONGDOC_REQUIRE_CONTAINERS=1 $(BIN)/pytest
+	QT_QPA_PLATFORM=offscreen LONGDOC_REQUIRE_CONTAINERS=1 LONGDOC_REQUIRE_DISPLAY=1 $(BIN)/pytest
 
 bench: $(VENV)/.test-installed
 	$(BIN)/python bench/bench_startup.py

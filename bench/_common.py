@@ -19,6 +19,7 @@ import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -95,3 +96,20 @@ def set_behaviour(url: str, **fields: object) -> None:
     )
     with urllib.request.urlopen(request, timeout=10):
         pass
+
+
+def window_on(app: object, url: str, path: Path, poll_ms: int, **settings: Any) -> Any:
+    """The app's window on the test server at ``url`` with ``path`` open and ready to ask,
+    background warm-ups off (only the questions reach the server)."""
+    from desktop.config import Settings, db_path
+    from desktop.store.db import Store
+    from desktop.ui.app import create_window
+
+    chosen = Settings(endpoint=url, api_key=API_KEY, **settings)
+    window = create_window(chosen, Store(db_path()), poll_ms=poll_ms)
+    window.ask_panel.warm_up_enabled = False
+    window.resize(1400, 900)
+    window.show()
+    window.add_paths([path])
+    assert spin(app, lambda: window.ask_panel.budget_bar.view is not None, 60), "not ready"
+    return window

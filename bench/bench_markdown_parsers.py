@@ -26,7 +26,7 @@ from collections.abc import Callable
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from desktop.ui.markdown_stream import (
+from desktop.answering.markdown_stream import (
     Block,
     Span,
     inline,

@@ -24,16 +24,15 @@ from _common import (  # first: it puts the project on sys.path
     FOUR_PAGES,
     gui_environment,
     spin,
+    window_on,
 )
 
 gui_environment()
 
 
 import desktop.ui  # noqa: E402,F401  (PySide6 6.12.0 workaround first)
-from desktop.config import Settings, db_path  # noqa: E402
 from desktop.documents import tokens  # noqa: E402
-from desktop.store.db import Store  # noqa: E402
-from desktop.ui.app import application, create_window  # noqa: E402
+from desktop.ui.app import application  # noqa: E402
 from tests.support.sglang_server import FakeSGLang  # noqa: E402
 
 PDF = FOUR_PAGES
@@ -56,15 +55,8 @@ def main() -> int:
     app = application()
     tokens.encoding()
     with FakeSGLang(api_key=API_KEY, context_length=262_144) as server:
-        window = create_window(
-            Settings(endpoint=server.url, api_key=API_KEY), Store(db_path()), poll_ms=2_000
-        )
-        window.ask_panel.warm_up_enabled = False  # only the questions reach the server
-        window.resize(1400, 900)
-        window.show()
-        window.add_paths([PDF])
+        window = window_on(app, server.url, PDF, 2_000)
         panel = window.ask_panel
-        assert spin(app, lambda: panel.budget_bar.view is not None, 60), "not ready"
         view = panel.answer_view
         print(
             f"Stop against a server that hangs with the stream open and ignores aborts; "

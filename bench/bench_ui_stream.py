@@ -20,12 +20,12 @@ import statistics
 import time
 
 from _common import (  # first: it puts the project on sys.path
-    API_KEY,
-    ROOT,
+    FOUR_PAGES,
     gui_environment,
     set_behaviour,
     spin,
     start_server,
+    window_on,
 )
 
 gui_environment()
@@ -36,20 +36,10 @@ from PySide6.QtWidgets import QTextBrowser  # noqa: E402
 
 import desktop.ui  # noqa: E402,F401  (PySide6 6.12.0 workaround first)
 from desktop.answering.events import AnswerDelta  # noqa: E402
-from desktop.config import Settings, db_path  # noqa: E402
 from desktop.documents import tokens  # noqa: E402
-from desktop.store.db import Store  # noqa: E402
-from desktop.ui.app import application, create_window  # noqa: E402
+from desktop.ui.app import application  # noqa: E402
 from desktop.ui.markdown_writer import FRAME_S, MarkdownWriter  # noqa: E402
 
-PDF = (
-    ROOT.parent
-    / "shared"
-    / "corpus"
-    / "pdf-samples"
-    / "004-pdflatex-4-pages"
-    / ("pdflatex-4-pages.pdf")
-)
 ANSWER_TOKENS = 20_000
 
 
@@ -208,15 +198,9 @@ def main() -> int:
             token_delay_s=0.0,
             reasoning_tokens=0,
         )
-        settings = Settings(
-            endpoint=url, api_key=API_KEY, thinking=False, answer_reserve=ANSWER_TOKENS + 2_000
+        window = window_on(
+            app, url, FOUR_PAGES, 2_000, thinking=False, answer_reserve=ANSWER_TOKENS + 2_000
         )
-        window = create_window(settings, Store(db_path()), poll_ms=2_000)
-        window.resize(1400, 900)
-        window.show()
-        window.add_paths([PDF])
-        spin(app, lambda: window.ask_panel.budget_bar.view is not None, 60)
-        assert window.document is not None, "the PDF did not open"
         # The first answer of a session also pays one-off costs in the worker (building
         # the HTTP client's response models holds the GIL ~90 ms): reported on its own.
         first = stream_once(app, window)

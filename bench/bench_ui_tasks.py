@@ -18,12 +18,12 @@ import resource
 import time
 
 from _common import (  # first: it puts the project on sys.path
-    API_KEY,
     FOUR_PAGES,
     gui_environment,
     set_behaviour,
     spin,
     start_server,
+    window_on,
 )
 
 gui_environment()
@@ -31,11 +31,9 @@ gui_environment()
 from PySide6.QtCore import QThreadPool  # noqa: E402
 
 import desktop.ui  # noqa: E402,F401  (PySide6 6.12.0 workaround first)
-from desktop.config import Settings, db_path  # noqa: E402
 from desktop.documents import tokens  # noqa: E402
-from desktop.store.db import Store  # noqa: E402
 from desktop.ui import tasks  # noqa: E402
-from desktop.ui.app import application, create_window  # noqa: E402
+from desktop.ui.app import application  # noqa: E402
 
 PDF = FOUR_PAGES
 
@@ -58,15 +56,8 @@ def main() -> int:
     samples: list[tuple[int, float, int, int, int]] = []
     try:
         set_behaviour(url, answer_tokens=120, reasoning_tokens=30, token_delay_s=0.0)
-        window = create_window(
-            Settings(endpoint=url, api_key=API_KEY), Store(db_path()), poll_ms=500
-        )
-        window.ask_panel.warm_up_enabled = False  # only the questions reach the server
-        window.resize(1400, 900)
-        window.show()
-        window.add_paths([PDF])
+        window = window_on(app, url, PDF, 500)
         panel = window.ask_panel
-        assert spin(app, lambda: panel.budget_bar.view is not None, 60), "not ready"
         # Whether each answer failed (not the answers: the bench must not hold them).
         done: list[bool] = []
         panel.answer_finished.connect(lambda result: done.append(isinstance(result, Exception)))

@@ -12,9 +12,12 @@ variables and ``NO_PROXY``), as curl does.
 from __future__ import annotations
 
 import ipaddress
-import urllib.request
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    import urllib.request
 
 
 def auth_headers(api_key: str) -> dict[str, str]:
@@ -37,16 +40,23 @@ def is_loopback(url: str) -> bool:
         return False
 
 
-# A loopback server is reached directly: with http_proxy set, urllib would otherwise send the
-# request, Bearer key included, to the proxy.
-_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+@cache
+def _direct() -> urllib.request.OpenerDirector:
+    """A loopback server is reached directly: with http_proxy set, urllib would otherwise send
+    the request, Bearer key included, to the proxy. Made on first use: urllib.request costs
+    ~35 ms to import, and every command imports this package (desktop.errors' exit codes)."""
+    import urllib.request
+
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def opener_for(url: str) -> urllib.request.OpenerDirector:
     """The urllib opener for ``url``: never a proxy for loopback, the environment's otherwise."""
+    import urllib.request
+
     # build_opener() reads the proxy variables when called; urllib.request.urlopen would keep
     # a process-wide opener made with whatever they were at its first call.
-    return _DIRECT if is_loopback(url) else urllib.request.build_opener()
+    return _direct() if is_loopback(url) else urllib.request.build_opener()
 
 
 def urlopen(request: urllib.request.Request, timeout: float) -> Any:

@@ -55,3 +55,19 @@ def make_document(pages: list[tuple[str, str]], title: str = "Test document") ->
     )
     measure(doc)  # exact tokens of the block, and per page
     return doc
+
+
+# A real X display for tests marked ``xvfb``, and no process left behind by the run.
+from tests.support.display import (  # noqa: E402
+    pytest_configure,
+    pytest_runtest_logreport,
+    pytest_runtest_protocol,
+    pytest_sessionfinish,
+)
+
+__all__ = [
+    "pytest_configure",
+    "pytest_runtest_logreport",
+    "pytest_runtest_protocol",
+    "pytest_sessionfinish",
+]

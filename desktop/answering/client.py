@@ -108,6 +108,12 @@ class ChatClient:
         self._client.close()
         self._http.close()
 
+    def resume_granularity(self) -> int:
+        """How far before the question the engine's cache may resume at worst: vLLM's
+        block size (0 while the engine is not known yet, or resumes anywhere); no request."""
+        facts = self._facts
+        return facts.granularity if facts is not None and facts.engine == Engine.VLLM else 0
+
     def _known_engine(self) -> Engine | None:
         """The engine as far as known now (no request): recognised, else the profile's."""
         facts = self._facts or known_facts(self.engine)

@@ -319,6 +319,11 @@ def set_system_turn_tokens(docset: DocumentSet) -> int:
     return _set_instructions_tokens() + shares + _tail_tokens()
 
 
+def set_prefix_tokens(docset: DocumentSet) -> int:
+    """Exact tokens of :func:`set_cacheable_prefix`."""
+    return set_system_turn_tokens(docset) + len(tokens.encode_with_special(USER_TURN_OPEN))
+
+
 def count_set_prompt_tokens(
     docset: DocumentSet,
     question: str,

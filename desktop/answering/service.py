@@ -50,6 +50,8 @@ from desktop.answering.prompt import (
     document_share,
     full_range,
     prefix_tokens,
+    set_cacheable_prefix,
+    set_prefix_tokens,
 )
 from desktop.answering.scans import (
     build_image_messages,
@@ -683,8 +685,20 @@ class Answerer:
         self, doc: Document, pages: PageRange, size: int, timeout: float, cancel: threading.Event
     ) -> Warmed | None:
         """The exact prefix through the engine's raw-prompt route; None when it has none."""
+        key = (doc.sha256, pages.first, pages.last)
+        return self._prewarm_prompt(cacheable_prefix(doc, pages), key, size, timeout, cancel)
+
+    def _prewarm_prompt(
+        self,
+        prompt: str,
+        key: tuple[str, int, int],
+        size: int,
+        timeout: float,
+        cancel: threading.Event,
+    ) -> Warmed | None:
+        """A raw prompt (a document's or a set's prefix) through the engine's raw-prompt
+        route, remembered as warm under ``key``; None when the engine has no such route."""
         info = self.model()
-        prompt = cacheable_prefix(doc, pages)
         granularity = self.client.facts().granularity
         for route in self._warm_routes():
             try:
@@ -703,7 +717,7 @@ class Answerer:
                         self._routes.remove(route)
                 continue
             with self._lock:
-                self._warm.add((doc.sha256, pages.first, pages.last))
+                self._warm.add(key)
             return Warmed(
                 size, done.prompt_tokens, done.cached_tokens, route, done.seconds, granularity
             )
@@ -719,33 +733,36 @@ class Answerer:
         Never a chat request (a question stays one chat request); a prefix is known warm
         when it was warmed here, or an earlier answer on this endpoint reused it.
         """
-        if question.docset is not None:
-            # Not yet for a set: its prefix is several documents' blocks (left undone; a
-            # set's question then leaves the state at a chunk end, as before this warm-up).
-            return
-        doc, pages = question.document, plan.pages
-        key = (doc.sha256, pages.first, pages.last)
+        doc, pages, docset = question.document, plan.pages, question.docset
+        key = (question.subject, pages.first, pages.last)
         with self._lock:
             if key in self._warm:
                 return
         facts = self.client.facts()
-        if not facts.keeps_hybrid_states or (scanned_pages(doc, pages) and self.reads_images()):
+        if not facts.keeps_hybrid_states:
             return
-        size = prefix_tokens(doc, pages)
-        if self._reused_before(doc, pages, size, facts.granularity):
+        members = docset.members if docset is not None else ()
+        scanned = any(scanned_pages(m.document, m.pages) for m in members) or (
+            docset is None and bool(scanned_pages(doc, pages))
+        )
+        if scanned and self.reads_images():
+            return  # page images go in a user turn: no raw text prefix to send
+        size = prefix_tokens(doc, pages) if docset is None else set_prefix_tokens(docset)
+        if self._reused_before(question.subject, pages, size, facts.granularity):
             with self._lock:
                 self._warm.add(key)
             return
         timeout = first_token_timeout(size, self.settings.min_prefill_rate)
+        prompt = cacheable_prefix(doc, pages) if docset is None else set_cacheable_prefix(docset)
         try:
-            self._prewarm_raw(doc, pages, size, timeout, cancel)
+            self._prewarm_prompt(prompt, key, size, timeout, cancel)
         except Cancelled:
             raise
         except LongdocError as exc:
             # The question itself goes on and reports whatever is wrong with the server.
             log.info("warm-up before the question failed: %s", exc)
 
-    def _reused_before(self, doc: Document, pages: PageRange, size: int, granularity: int) -> bool:
+    def _reused_before(self, subject: str, pages: PageRange, size: int, granularity: int) -> bool:
         """An answer on this endpoint about these pages reused the whole prefix, recently:
         the server held it then (a question alone leaves no state at the prefix's end)."""
         recent = time.time() - CACHE_TRUST_S
@@ -756,7 +773,7 @@ class Answerer:
             and a.created_at >= recent
             and a.cached_tokens is not None
             and a.cached_tokens >= size - slack
-            for a in self.store.answers_for(doc.sha256)
+            for a in self.store.answers_for(subject)
         )
 
     def _prewarm_chat(

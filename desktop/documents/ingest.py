@@ -19,7 +19,9 @@ from desktop.errors import DocumentEmpty, DocumentUnreadable, UsageError
 # 3: PDF titles, metadata, labels and bookmarks without control characters; per-page
 #    prompt token counts.
 # 4: PDF form values and annotations in the page text, unloadable pages kept.
-EXTRACTOR_VERSION = 4
+# 5: glued PDF words spaced, WebVTT cue boundaries, Word imported parts, form fields,
+#    symbols, list overrides, headers of empty bodies; readable titles.
+EXTRACTOR_VERSION = 5
 
 PDF_SUFFIX = ".pdf"
 

@@ -20,6 +20,7 @@ import pypdfium2.raw as pdfium_c
 
 from desktop.documents.model import Document, OutlineEntry, Page
 from desktop.documents.pdf_forms import insert, locate, page_items, page_text, read_signatures
+from desktop.documents.pdf_spacing import looks_glued, restore_spaces
 from desktop.documents.titles import choose_title
 from desktop.errors import DocumentEmpty, DocumentEncrypted, DocumentUnreadable
 
@@ -171,6 +172,8 @@ def _page_text(pdf: pdfium.PdfDocument, index: int, form: object | None) -> str 
             return None
         try:
             text = page_text(page, textpage)
+            if looks_glued(text):
+                text = restore_spaces(text, textpage)
             items = page_items(page, form)
             if not items:
                 return clean_text(text)

@@ -33,6 +33,7 @@ from desktop.answers import (
 from desktop.documents.model import Document, OutlineEntry, Page
 from desktop.errors import DatabaseDamaged, StorageError, display_path
 from desktop.processes import pid_alive
+from desktop.store import fts
 from desktop.store.migrations import MIGRATIONS
 
 if TYPE_CHECKING:
@@ -178,6 +179,7 @@ class Store:
                 self._enable_wal()
                 self.conn.execute("PRAGMA foreign_keys = ON")
                 self.conn.execute("PRAGMA synchronous = NORMAL")
+                fts.register(self.conn)  # before the search index's triggers can fire
                 MIGRATIONS.apply(self.conn)
             # A process killed mid-answer leaves a 'running' row behind; it is incomplete.
             self.mark_orphaned()

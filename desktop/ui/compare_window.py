@@ -31,9 +31,9 @@ from desktop.compare.align import Change, ChangeKind, Comparison, compare_docume
 from desktop.compare.explain import explain_question, versions
 from desktop.compare.report import where
 from desktop.documents.model import Document
+from desktop.session import Session
 from desktop.ui import tasks
 from desktop.ui.document_view import DocumentView
-from desktop.ui.session import Session
 from desktop.ui.set_answer import answer_html, summary
 
 MARKS = {

@@ -31,8 +31,8 @@ from desktop.answering.service import Question
 from desktop.answering.sets import DocumentSet, build_set
 from desktop.answers import CitationCheck
 from desktop.documents.model import Document
+from desktop.session import Session
 from desktop.ui import messages, tasks
-from desktop.ui.session import Session
 from desktop.ui.set_answer import answer_html, summary
 
 # One colour per letter (cycled), light enough for black text on it.

@@ -37,7 +37,9 @@ def test_metadata_injection_never_reaches_the_server(
 ) -> None:
     result = longdoc("ask", str(hostile_pdf), "What is the term?", *server_args(sglang), home=home)
     assert result.returncode == 0, result.stderr
-    [prompt] = sglang.prompts
+    # The warm-up's raw prefix, then the question's prompt, which goes on from it.
+    warm_up, prompt = sglang.prompts
+    assert prompt.startswith(warm_up)
     # Exactly the three turns Longdoc writes: nothing from the document opens or ends one.
     assert prompt.count("<|im_start|>") == 3
     assert prompt.count("<|im_end|>") == 2

@@ -193,11 +193,6 @@ class GenerationHandler(HandlerBase):
         if not isinstance(body, dict):
             self._error(400, "Request body must be a JSON object")
             return
-        failure = fake.behaviour.consume_failure()
-        if failure is not None:
-            status, message = failure
-            self._error(status, message or f"Injected failure (HTTP {status}).")
-            return
         if body.get("stream"):
             self._error(400, "The fake server answers raw prompts without streaming only.")
             return
