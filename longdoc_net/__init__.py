@@ -7,6 +7,8 @@ Proxy rule: a loopback endpoint (``localhost``, ``127.0.0.0/8``, ``::1``) never 
 proxy, whatever ``http_proxy``/``HTTPS_PROXY``/``ALL_PROXY`` say, so the Bearer key and the
 documents never leave the machine; any other endpoint follows the environment (the proxy
 variables and ``NO_PROXY``), as curl does.
+
+Redirect rule (``longdoc_net.redirects``): no opener made here follows a redirect.
 """
 
 from __future__ import annotations
@@ -47,16 +49,20 @@ def _direct() -> urllib.request.OpenerDirector:
     ~35 ms to import, and every command imports this package (desktop.errors' exit codes)."""
     import urllib.request
 
-    return urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    from longdoc_net.redirects import RefuseRedirects
+
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}), RefuseRedirects)
 
 
 def opener_for(url: str) -> urllib.request.OpenerDirector:
     """The urllib opener for ``url``: never a proxy for loopback, the environment's otherwise."""
     import urllib.request
 
+    from longdoc_net.redirects import RefuseRedirects
+
     # build_opener() reads the proxy variables when called; urllib.request.urlopen would keep
     # a process-wide opener made with whatever they were at its first call.
-    return _direct() if is_loopback(url) else urllib.request.build_opener()
+    return _direct() if is_loopback(url) else urllib.request.build_opener(RefuseRedirects)
 
 
 def urlopen(request: urllib.request.Request, timeout: float) -> Any:

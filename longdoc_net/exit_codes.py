@@ -44,8 +44,8 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(EXIT_OK, "success"),
     ExitCode(
         EXIT_STORAGE,
-        "storage problem: the disk is full, the data directory is not writable, "
-        "or the database is damaged",
+        "storage problem: the disk is full, the data directory is not writable (or "
+        "read-only), the database is damaged, or it is in use by another process (`reset-db`)",
     ),
     ExitCode(
         EXIT_USAGE,
@@ -56,15 +56,20 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(
         EXIT_DOCUMENT,
         "document problem: unreadable, not a regular file, encrypted, no text, too large "
-        "for the context (or a follow-up thread that no longer fits, or a set of documents "
-        "too large: the refusal names each document's tokens)",
+        "to read (text over 64 MiB, a decompression bomb) or for the context (or a "
+        "follow-up thread that no longer fits, or a set of documents too large: the refusal "
+        "names each document's tokens)",
     ),
     ExitCode(
         EXIT_SERVER_UNAVAILABLE,
-        "server unreachable, still loading, or refusing the API key (compare prints its "
-        "changes first)",
+        "server unreachable, still loading, refusing the API key, or answering with a "
+        "redirect (never followed); compare prints its changes first",
     ),
-    ExitCode(EXIT_REQUEST_FAILED, "server rejected or broke off the request"),
+    ExitCode(
+        EXIT_REQUEST_FAILED,
+        "server rejected or broke off the request, sent a malformed stream, missed the "
+        "first-token deadline, or reported impossible limits (a context of zero or less)",
+    ),
     ExitCode(
         EXIT_BATCH_FAILED,
         "batch (`summarize`, `review`): some documents failed; the report lists each with "

@@ -8,6 +8,7 @@ from datetime import datetime
 from desktop.answering.format import answer_scope, page_span
 from desktop.answers import StoredAnswer
 from desktop.documents.model import Page
+from desktop.errors import one_line, safe_text
 
 
 def answer_markdown(answer: StoredAnswer, title: str, pages: Sequence[Page] | int) -> str:
@@ -18,11 +19,12 @@ def answer_markdown(answer: StoredAnswer, title: str, pages: Sequence[Page] | in
         scope = f"{page_span(answer.first_page, answer.last_page, pages)} only"
     status = "" if answer.status == "complete" else f", {answer.status}"
     lines = [
-        f"## {answer.question.strip()}",
+        f"## {one_line(answer.question.strip())}",
         "",
-        answer.answer.strip() or "(no answer)",
+        safe_text(answer.answer.strip()) or "(no answer)",
         "",
-        f"*{title} ({scope}); {answer.model or 'unknown model'}; {when}{status}*",
+        f"*{one_line(title)} ({scope}); {one_line(answer.model or 'unknown model')}; "
+        f"{when}{status}*",
         "",
     ]
     return "\n".join(lines)
@@ -32,6 +34,6 @@ def history_markdown(
     title: str, path: str, answers: list[StoredAnswer], pages: Sequence[Page] | int
 ) -> str:
     """Every answer about a document, oldest first."""
-    parts = [f"# {title}", "", f"`{path}`", ""]
+    parts = [f"# {one_line(title)}", "", f"`{one_line(path)}`", ""]
     parts.extend(answer_markdown(a, title, pages) for a in answers)
     return "\n".join(parts)

@@ -81,7 +81,7 @@ def no_text_reason(n_pages: int) -> str:
     )
 
 
-def extract_pdf(path: Path) -> Document:
+def extract_pdf(path: Path, data: bytes) -> Document:
     """Read a PDF into a Document (``sha256``, ``tokens`` and ``extractor`` left for ingest).
 
     Raises DocumentEncrypted when a password is needed, DocumentUnreadable when PDFium
@@ -89,7 +89,7 @@ def extract_pdf(path: Path) -> Document:
     layer is returned (every page in ``empty_pages``) with a warning saying so.
     """
     with PDFIUM_LOCK:
-        pdf = _open(path)
+        pdf = _open(path, data)
         try:
             n_pages = len(pdf)
             # The form environment, only for documents with an AcroForm: its values are
@@ -136,13 +136,14 @@ def extract_pdf(path: Path) -> Document:
     )
 
 
-def _open(path: Path) -> pdfium.PdfDocument:
-    """Open with PDFium, turning its error codes into typed errors (caller holds the lock)."""
-    # Loaded through the raw API rather than PdfDocument(path): pypdfium2 reports a PDF
+def _open(path: Path, data: bytes) -> pdfium.PdfDocument:
+    """Open the file's bytes (its one read, see documents.source) with PDFium, turning its
+    error codes into typed errors (caller holds the lock; ``data`` outlives the document)."""
+    # Loaded through the raw API rather than PdfDocument(data): pypdfium2 reports a PDF
     # with zero pages as a load failure and then reads FPDF_GetLastError, which still
     # holds the code of an earlier, unrelated failure (it is only set when a load fails).
-    encoded = (str(path) + "\x00").encode("utf-8", errors=_PATH_ERRORS)
-    handle = pdfium_c.FPDF_LoadDocument(encoded, None)
+    # c_char_p points into the bytes object: no copy.
+    handle = pdfium_c.FPDF_LoadMemDocument64(ctypes.c_char_p(data), len(data), None)
     if not handle:
         code = pdfium_c.FPDF_GetLastError()
         if code == pdfium_c.FPDF_ERR_PASSWORD:

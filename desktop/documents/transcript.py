@@ -93,6 +93,9 @@ def parse_time(text: str) -> float | None:
 def _seconds(groups: Sequence[str | None]) -> float | None:
     """Seconds from (hours, minutes, seconds, fraction) regex groups; None if out of range."""
     hours, minutes, seconds, fraction = groups
+    # A 400-digit hour is no moment of a meeting (and overflows a float): skip the cue.
+    if any(g is not None and len(g) > 6 for g in (hours, minutes, seconds)):
+        return None
     # Minutes past 59 only make sense when there is no hour field (some SRT writers).
     if int(seconds or 0) > 59 or (hours is not None and int(minutes or 0) > 59):
         return None
