@@ -69,10 +69,12 @@ def load_style(style: str) -> str:
             f"--style {style}: not a style ({', '.join(STYLES)}) nor a template file; copy "
             f"one from {PROMPTS_DIR} and change it."
         )
+    from desktop.documents.source import read_bounded_text
+
     try:
-        text = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read the template ({exc}).") from None
+        text = read_bounded_text(path, "template").strip()
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError and "too large" included
+        raise UsageError(f"{path}: cannot read the template ({one_line(str(exc))}).") from None
     if not text:
         raise UsageError(f"{path}: the template is empty.")
     return text

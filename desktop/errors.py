@@ -94,7 +94,9 @@ def _escaped(ch: str) -> str:
     if 0xD800 <= code <= 0xDFFF:
         # A lone surrogate: a byte of a file name that was not UTF-8 (surrogateescape).
         return f"\\x{code - 0xDC00:02x}" if code >= 0xDC80 else f"\\u{code:04x}"
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    # C0 as \\x1b; the rest (DEL, C1, bidi) as \\u009b, which is also valid inside a JSON
+    # string (``--json`` output leaves those characters raw for this to escape).
+    return f"\\x{code:02x}" if code < 0x20 else f"\\u{code:04x}"
 
 
 def safe_text(text: str) -> str:

@@ -39,9 +39,11 @@ from desktop.net import auth_headers, http_client
 from longdoc_net.endpoint import (
     Engine,
     EngineFacts,
+    Failure,
     ModelCard,
     Reply,
     api_root,
+    classify,
     error_message,
     is_context_error,
     known_facts,
@@ -75,6 +77,28 @@ class ModelInfo:
 def first_token_timeout(prompt_tokens: int, min_prefill_rate: int) -> float:
     """Seconds to wait for the first token: a slow GPU's prefill time plus a margin."""
     return 60.0 + prompt_tokens / max(min_prefill_rate, 1)
+
+
+def status_error(where: str, status: int, message: str, path: str = "") -> LongdocError:
+    """The one error for an HTTP error status (``longdoc_net.endpoint.classify`` says what
+    it means), for chat requests and warm-ups alike."""
+    failure = classify(status, message)
+    if failure == Failure.UNAUTHORIZED:
+        return AuthenticationFailed(
+            f"The server at {where} refused the API key ({status}); check api_key in "
+            "longdoc.toml or LONGDOC_API_KEY."
+        )
+    if failure == Failure.LOADING:
+        return ServerLoading(
+            f"The server at {where} is still loading the model (503); "
+            "try again when `longdoc server status` says ready."
+        )
+    if failure == Failure.NOT_FOUND:
+        return ServerError(f"The server at {where} does not know this request: {message}")
+    if failure == Failure.TOO_LONG:
+        return ContextTooLong(f"The server rejected the prompt as too long: {message}")
+    to = f" to {path}" if path else ""
+    return ServerError(f"The server at {where} answered {status}{to}: {message}")
 
 
 class ChatClient:
@@ -148,23 +172,8 @@ class ChatClient:
                 "Start it with `longdoc server start` or check the endpoint."
             )
         if isinstance(exc, openai.APIStatusError):
-            status = exc.status_code
             message = error_message(exc.body) or error_message(exc.response.text) or str(exc)
-            if status in (401, 403):
-                return AuthenticationFailed(
-                    f"The server at {where} refused the API key ({status}); check api_key in "
-                    "longdoc.toml or LONGDOC_API_KEY."
-                )
-            if status == 503:
-                return ServerLoading(
-                    f"The server at {where} is still loading the model (503); "
-                    "try again when `longdoc server status` says ready."
-                )
-            if status == 404:
-                return ServerError(f"The server at {where} does not know this request: {message}")
-            if is_context_error(message):
-                return ContextTooLong(f"The server rejected the prompt as too long: {message}")
-            return ServerError(f"The server at {where} answered {status}: {message}")
+            return status_error(where, exc.status_code, message)
         if isinstance(exc, openai.APIError):
             message = error_message(exc.body) or exc.message
             if is_context_error(message):

@@ -44,7 +44,13 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="requests at once (default: the server's own limit from /server_info, at most 8; "
         "4 when the server does not say)",
     )
-    p.add_argument("--out", type=Path, metavar="PATH", help="write the report here")
+    p.add_argument(
+        "--out",
+        type=Path,
+        metavar="PATH",
+        help="write the report here (checked before anything is asked; a symlink is written "
+        "through, a device or FIFO in place)",
+    )
     p.add_argument(
         "--format",
         choices=("md", "json", "csv"),

@@ -27,6 +27,10 @@ class SafeStream:
         self.inner.write(safe_text(text))
         return len(text)
 
+    def flush(self) -> None:
+        """Flush the wrapped stream (defined here: ``ask`` flushes every streamed piece)."""
+        self.inner.flush()
+
     def style(self, sequence: str) -> None:
         """Longdoc's own control sequence (dim, reset, clear line), written as it is."""
         self.inner.write(sequence)

@@ -52,6 +52,9 @@ UNREAD_PAGE = "(this page could not be read: it is damaged in the PDF)"
 # The metadata key listing those pages ("3, 7"): what ask --json reports as unread.
 UNREAD_KEY = "Unread pages"
 
+# Far more pages than any context holds (a page costs at least a few tokens).
+MAX_PAGES = 100_000
+
 _OPEN_ERRORS = {
     pdfium_c.FPDF_ERR_FILE: "the file cannot be opened or read",
     pdfium_c.FPDF_ERR_FORMAT: "the file is not a PDF or is damaged beyond repair",
@@ -152,9 +155,17 @@ def _open(path: Path, data: bytes) -> pdfium.PdfDocument:
                 "the PDF is encrypted and needs a password; remove the protection and try again",
             )
         raise DocumentUnreadable(path, _OPEN_ERRORS.get(code, "PDFium cannot read the file"))
-    if pdfium_c.FPDF_GetPageCount(handle) < 1:
+    count = pdfium_c.FPDF_GetPageCount(handle)
+    if count < 1:
         pdfium_c.FPDF_CloseDocument(handle)
         raise DocumentEmpty(path, "no text could be extracted: the PDF has no pages")
+    if count > MAX_PAGES:
+        # Each page is loaded to read it: a million tiny pages would take minutes and a
+        # gigabyte before any budget could refuse them.
+        pdfium_c.FPDF_CloseDocument(handle)
+        raise DocumentUnreadable(
+            path, f"the PDF has {count:,} pages; Longdoc reads at most {MAX_PAGES:,}"
+        )
     return pdfium.PdfDocument(handle)
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import html
 import re
 from dataclasses import dataclass, replace
 from typing import Any
@@ -70,9 +71,12 @@ class Item:
     top: float
     text: str
     inline: bool  # a field next to its label; False: a note on a line of its own
-    signature: bool = False  # a signature: its text is in its appearance (read_signatures)
+    # Its words are in its appearance only (a signature, a text box without contents):
+    # read_signatures reads them.
+    signature: bool = False
 
 
+_MARKUP = re.compile(r"<[^>]*>")
 _BUFFER_UNITS = 2048
 # One reusable buffer for PDFium's string getters: every call into PDFium happens under
 # pdf.PDFIUM_LOCK, and allocating a buffer per call cost more than the call itself.
@@ -172,6 +176,10 @@ def _item(annot: object, form: object | None) -> Item | None:
     elif subtype in _COMMENT_TYPES:
         text = _comment_text(annot, subtype)
         inline = False
+        if text is None and subtype == pdfium_c.FPDF_ANNOT_FREETEXT:
+            # A typewriter text box whose words are only in its appearance (no Contents).
+            signature = pdfium_c.FPDFAnnot_HasKey(annot, b"AP")
+            text = "[Text box]" if signature else None
     else:
         return None
     if not text:
@@ -279,6 +287,10 @@ def _field_text(annot: object, form: object, kind: int) -> str | None:
 def _comment_text(annot: object, subtype: int) -> str | None:
     """A comment's contents behind its marker: ``[Note: J. Smith] Check the cap``."""
     contents = _body(_utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"Contents"))
+    if not contents:
+        # Rich text (RC, XHTML) is the same words with markup: its text will do.
+        rich = _utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"RC")
+        contents = _body(html.unescape(" ".join(_MARKUP.sub(" ", rich).split()))) if rich else ""
     if not contents:
         return None
     author = _one_line(_utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"T"), _LABEL_MAX)

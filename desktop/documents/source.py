@@ -277,13 +277,14 @@ def _inflated_size(data: bytes, start: int) -> tuple[int, int]:
     the per-stream cap, and at damage (PDFium then judges the stream itself)."""
     inflater = zlib.decompressobj()
     pos, made = start, 0
-    pending = b""
+    view = memoryview(data)  # slices without copying: a PDF has hundreds of streams
+    pending: bytes | memoryview = b""
     try:
         while not inflater.eof and made <= MAX_PDF_STREAM_BYTES:
             if not pending:
                 if pos >= len(data):
                     break
-                pending = data[pos : pos + _STEP]
+                pending = view[pos : pos + _STEP]
                 pos += len(pending)
             # At most 16 MiB per call: memory stays bounded whatever the ratio.
             made += len(inflater.decompress(pending, 16 * MIB))

@@ -150,6 +150,13 @@ class SearchResults(QWidget):
             return
         self._timer.start()
 
+    @Slot()
+    def refresh(self) -> None:
+        """The library changed (documents added or removed): search the same words again."""
+        if self.query:
+            self.generation += 1  # a query in flight saw the library before the change
+            self._timer.start()
+
     def run_now(self) -> None:
         """Search at once (tests; Enter in the box)."""
         self._timer.stop()

@@ -352,6 +352,16 @@ def test_terminal_escapes_from_the_server_are_shown_not_obeyed(home: Path, tmp_p
         assert "Answer \\x1b]52;c;ZXZpbA==\\x07" in done.stdout
     assert "\\x1b]52" in first.stderr  # the reasoning, shown escaped
     assert "from cache" in again.stderr
+    with RawServer(chunks) as server:  # --json stays valid JSON, its data intact
+        full = {**os.environ, "LONGDOC_HOME": str(home), "PYTHONPATH": str(ROOT)}
+        done = subprocess.run(
+            [sys.executable, "-m", "desktop.cli.main", "ask", str(doc), "Another question?",
+             "--json", "--endpoint", server.url, "--api-key", "k"],
+            capture_output=True, text=True, env=full, timeout=300, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert _raw_bytes(done.stdout) == []
+    assert json.loads(done.stdout)["answer"] == "Answer " + EVIL
 
 
 def test_a_file_name_cannot_inject_a_heading_into_the_report(

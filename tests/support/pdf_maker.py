@@ -115,6 +115,8 @@ class Comment:
     rect: tuple[float, float, float, float]
     contents: str
     author: str = ""
+    rich: str = ""  # /RC (XHTML rich text)
+    appearance: str = ""  # text drawn in its appearance stream
 
 
 @dataclass(frozen=True)
@@ -257,10 +259,20 @@ def write_form_pdf(path: Path, pages: list[FormPage], *, title: str | None = Non
                     right,
                     bottom,
                 )
+            if c.rich:
+                extra += b" /RC %s" % pdf_text(c.rich)
+            if c.appearance:
+                ap = stream(
+                    b"BT /F1 9 Tf 2 4 Td %s Tj ET" % pdf_string(c.appearance),
+                    b"/Type /XObject /Subtype /Form /BBox [0 0 %g %g] /Resources << /Font << "
+                    b"/F1 %d 0 R >> >>" % (c.rect[2] - c.rect[0], c.rect[3] - c.rect[1], font),
+                )
+                extra += b" /AP << /N %d 0 R >>" % ap
+            contents = b" /Contents %s" % pdf_text(c.contents) if c.contents else b""
             annots.append(
                 add(
-                    b"<< /Type /Annot /Subtype /%s /Rect %s /Contents %s%s%s /F 4 >>"
-                    % (c.subtype.encode(), _rect(c.rect), pdf_text(c.contents), author, extra)
+                    b"<< /Type /Annot /Subtype /%s /Rect %s%s%s%s /F 4 >>"
+                    % (c.subtype.encode(), _rect(c.rect), contents, author, extra)
                 )
             )
         annot_list = b" /Annots [%s]" % b" ".join(b"%d 0 R" % a for a in annots) if annots else b""

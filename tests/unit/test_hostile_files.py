@@ -148,3 +148,15 @@ def test_text_over_64_mib_is_refused_from_its_size(tmp_path: Path) -> None:
     refused = [ln for ln in done.stdout.splitlines() if ln.startswith("REFUSED")]
     assert len(refused) == 2, done.stdout + done.stderr
     assert all("too large" in ln and "64 MiB" in ln for ln in refused)
+
+
+def test_a_pdf_with_absurdly_many_pages_is_refused_before_reading_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import desktop.documents.pdf as pdf
+    from tests.support.pdf_maker import write_pdf
+
+    monkeypatch.setattr(pdf, "MAX_PAGES", 10)  # the real cap is 100,000 pages
+    path = write_pdf(tmp_path / "many.pdf", [[f"page {n}"] for n in range(11)])
+    with pytest.raises(DocumentUnreadable, match="11 pages; Longdoc reads at most 10"):
+        extract(path)

@@ -209,3 +209,23 @@ def test_documents_stored_by_an_older_reader_are_read_again(tmp_path: Path) -> N
         assert reused and again.pages == doc.pages
     finally:
         store.close()
+
+
+def test_text_boxes_from_rich_text_or_their_appearance(tmp_path: Path) -> None:
+    page = FormPage(
+        lines=[TextLine(72, 700, "Top line"), TextLine(72, 500, "Lower line")],
+        comments=[
+            Comment(
+                "FreeText", (72, 600, 300, 620), "", rich="<body><p>Rich &amp; bold</p></body>"
+            ),
+            Comment("FreeText", (72, 400, 300, 420), "", appearance="Typed on the page"),
+            Comment("FreeText", (72, 300, 300, 320), ""),  # nothing to read
+        ],
+    )
+    text = extract(write_form_pdf(tmp_path / "boxes.pdf", [page])).pages[0].text
+    assert text.splitlines() == [
+        "Top line",
+        "[Text box] Rich & bold",
+        "Lower line",
+        "[Text box] Typed on the page",
+    ]

@@ -364,7 +364,13 @@ class GenerationHandler(HandlerBase):
         speed = fake.behaviour.prefill_tokens_per_s
         uncached = gen.prompt_tokens - gen.cached_tokens
         if speed:
-            self._sleep(uncached / speed, gen)
+            with fake._lock:
+                fake.metrics.slow_prefills += 1
+            try:
+                self._sleep(uncached / speed, gen)
+            finally:
+                with fake._lock:
+                    fake.metrics.slow_prefills -= 1
         if gen.abort.is_set():
             return
         fake.cache.insert(prompt_ids, gen.cached_tokens)
