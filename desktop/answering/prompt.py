@@ -161,7 +161,7 @@ def render_chat(messages: Sequence[Mapping[str, Any]], thinking: bool) -> str:
     """The text Qwen3.5's chat template renders for Longdoc's messages (system, user, and a
     thread's earlier assistant answers; content a string or text and image parts).
 
-    Checked byte for byte against the real template (tests/unit/test_chat_template.py).
+    Checked byte for byte against the real template (tests/unit/answering/test_chat_template.py).
     """
     out = []
     for message in messages:
@@ -313,7 +313,7 @@ def set_system_turn_tokens(docset: DocumentSet) -> int:
     """Exact tokens of a set's rendered system turn, from the per-page counts (no re-encoding).
 
     Every joint (a head before ``[Page``, a close before ``<document``) falls where the
-    pre-tokenizer always splits, so the sum is exact (tests/unit/test_sets.py checks it).
+    pre-tokenizer always splits, so the sum is exact (tests/unit/answering/test_sets.py checks it).
     """
     shares = sum(document_share(docset, m.letter) for m in docset.members)
     return _set_instructions_tokens() + shares + _tail_tokens()

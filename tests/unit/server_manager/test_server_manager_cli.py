@@ -12,7 +12,7 @@ from desktop import errors as app_errors
 from server_manager import errors
 from tests.support.cli import longdoc
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SUBCOMMANDS = ("start", "stop", "restart", "status", "logs", "selftest")
 
 

@@ -296,7 +296,7 @@ def test_a_search_process_imports_only_what_it_needs(home: Path) -> None:
         capture_output=True,
         text=True,
         env={**os.environ, "LONGDOC_HOME": str(home)},
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
     )
     assert result.returncode == 0, result.stderr[-2000:]
     imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines()}

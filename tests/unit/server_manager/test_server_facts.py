@@ -30,7 +30,7 @@ from server_manager.supervisor import Outcome
 from tests.conftest import API_KEY
 from tests.support.sglang_server import FakeSGLang
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_urls_are_normalised_once() -> None:

@@ -19,7 +19,7 @@ from desktop.library import open_document
 from desktop.store.db import Store
 from tests.support import hostile_files as hostile
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_a_file_replaced_while_it_is_read_keeps_one_versions_hash_and_text(

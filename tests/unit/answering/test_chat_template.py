@@ -2,7 +2,7 @@
 
 Token counts, the cacheable prefix and warm-ups (sent as raw text) all assume Longdoc knows
 the exact text the server makes of its messages. Here the real template (vendored in
-tests/unit/data/, source named in qwen3_5_chat_template.md) is rendered with jinja2 as
+tests/unit/answering/data/, source named in qwen3_5_chat_template.md) is rendered with jinja2 as
 transformers does, and compared with ``prompt.render_chat`` and with the test server's own
 rendering, for every message shape Longdoc sends.
 """
