@@ -9,12 +9,9 @@ from typing import Any
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
-    QApplication,
     QCheckBox,
-    QFileDialog,
     QHBoxLayout,
     QLabel,
-    QMenu,
     QPlainTextEdit,
     QPushButton,
     QSplitter,
@@ -22,8 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.answering.citations import QuoteCheck
-from desktop.answering.events import AnswerDelta, Finished, ReasoningDelta, Sent, Stored, Usage
+from desktop.answering.events import Finished, Sent, Stored, Usage
 from desktop.answering.format import scope as page_scope
 from desktop.answering.pages import describe
 from desktop.answering.prompt import PageRange
@@ -40,22 +36,19 @@ from desktop.errors import (
     ServerUnavailable,
     ThreadTooLong,
 )
-from desktop.reports import write_report
-from desktop.ui import messages, quote_marks, tasks
+from desktop.ui import messages, tasks
+from desktop.ui.answer_export import AnswerExport
+from desktop.ui.answer_stream import show_batch
 from desktop.ui.answer_view import AnswerView
-from desktop.ui.export import answer_markdown, history_markdown
 from desktop.ui.pages_budget import PagesBudget, thread_covers
 from desktop.ui.question_history import QuestionHistory
+from desktop.ui.quote_checks import QUOTE_CHECK_INLINE_CHARS as QUOTE_CHECK_INLINE_CHARS
+from desktop.ui.quote_checks import QuoteChecks
 from desktop.ui.session import BudgetView, Session, document_unanswerable
 from desktop.ui.thread_view import ThreadView
 from desktop.ui.warm_up import WarmUp
 
 log = logging.getLogger("longdoc.ui.ask")
-
-# Quotes are checked on the UI thread for up to this much page text (~15 ms) and answer
-# text (a long answer has many quotes: 400 cost ~25 ms), else in a worker.
-QUOTE_CHECK_INLINE_CHARS = 100_000
-QUOTE_CHECK_INLINE_ANSWER_CHARS = 8_000
 
 
 class QuestionEdit(QPlainTextEdit):
@@ -104,8 +97,6 @@ class AskPanel(QWidget):
             parent=self,
         )
         self.tokens_received = 0  # answer and reasoning deltas in the current answer
-        # The open document's pages, indexed for quote checks (normalised text is cached).
-        self._page_chars = 0
 
         self.questions = QuestionHistory(session)
         self.questions.picked.connect(self._on_questions_picked)
@@ -119,6 +110,10 @@ class AskPanel(QWidget):
         self.answer_view.copy_requested.connect(self.copy_answer)
         self.answer_view.export_requested.connect(self._on_answer_view_export_requested)
         self.answer_view.action_requested.connect(self._on_answer_view_action_requested)
+        self.quote_checks = QuoteChecks(lambda: self.document, self.answer_view, parent=self)
+        self.exporter = AnswerExport(
+            self, lambda: self.document, lambda: self.answer_view.answer, lambda: self.history
+        )
 
         self.conversation = self._make_conversation()
 
@@ -207,7 +202,7 @@ class AskPanel(QWidget):
             messages.info("Stopped the answer: another document was opened.")
         self.cancel_warm_up()  # superseded by the document opened now
         self.document = doc
-        self._page_chars = 0
+        self.quote_checks.reset()
         self._set_thread(None)
         self.answer_view.set_pages(doc.pages if doc is not None else [])
         self.questions.clear(doc)
@@ -408,32 +403,7 @@ class AskPanel(QWidget):
 
     def _on_answer_events(self, batch: list[Any]) -> None:
         """A batch of events from the worker: text deltas are joined, rendered once."""
-        answer: list[str] = []
-        reasoning: list[str] = []
-
-        def flush() -> None:
-            if reasoning:
-                self.answer_view.append_reasoning("".join(reasoning))
-                reasoning.clear()
-            if answer:
-                self.answer_view.append_answer("".join(answer))
-                answer.clear()
-
-        for event in batch:
-            if isinstance(event, AnswerDelta):
-                if reasoning:
-                    flush()
-                answer.append(event.text)
-                self.tokens_received += 1
-            elif isinstance(event, ReasoningDelta):
-                if answer:
-                    flush()
-                reasoning.append(event.text)
-                self.tokens_received += 1
-            else:
-                flush()
-                self._on_answer_event(event)
-        flush()
+        self.tokens_received += show_batch(batch, self.answer_view, self._on_answer_event)
 
     def _on_answer_event(self, event: Any) -> None:
         doc = self.document
@@ -660,39 +630,8 @@ class AskPanel(QWidget):
     # --- quote checks -------------------------------------------------------------------
 
     def check_quotes(self, answer: StoredAnswer) -> None:
-        """Check a complete answer's quotes against the pages; the line under the answer.
-
-        Pure Python over the page texts: at once for a short document, in a worker for a
-        long one (the first check normalises every page's text)."""
-        doc = self.document
-        if doc is None or answer.status != "complete" or not answer.answer:
-            return
-        if not self._page_chars:
-            self._page_chars = sum(len(p.text) for p in doc.pages)
-
-        def job() -> list[QuoteCheck]:
-            # As the CLI does: the checks the core stored with the answer.
-            return quote_marks.check_quotes(answer, doc)
-
-        def show(checks: list[QuoteCheck]) -> None:
-            # Still the same answer about the same document on screen?
-            shown = self.answer_view.answer
-            if self.document is doc and shown is not None and shown.id == answer.id:
-                self.answer_view.show_quote_checks(checks, doc.pages)
-
-        if answer.citations is not None or (  # stored with the answer: read at once
-            self._page_chars <= QUOTE_CHECK_INLINE_CHARS
-            and len(answer.answer) <= QUOTE_CHECK_INLINE_ANSWER_CHARS
-        ):
-            show(job())
-        else:
-            tasks.run_call(
-                job,
-                receiver=self,
-                success=show,
-                failure=lambda exc: log.warning("checking quotes failed: %s", exc),
-                name="check quotes",
-            )
+        """Check a complete answer's quotes against the pages; the line under the answer."""
+        self.quote_checks.check(answer)
 
     @Slot(str)
     def _on_answer_view_action_requested(self, action: str) -> None:
@@ -707,55 +646,23 @@ class AskPanel(QWidget):
 
     def current_answer_markdown(self) -> str | None:
         """The shown answer as Markdown, or None."""
-        answer = self.answer_view.answer
-        doc = self.document
-        if answer is None or doc is None:
-            return None
-        return answer_markdown(answer, doc.title, len(doc.pages))
+        return self.exporter.answer_markdown()
 
     def history_as_markdown(self) -> str | None:
         """Every answer about the document as Markdown, or None."""
-        doc = self.document
-        if doc is None:
-            return None
-        return history_markdown(doc.title, doc.path, self.history, len(doc.pages))
+        return self.exporter.history_markdown()
 
     def copy_answer(self) -> None:
         """Put the shown answer on the clipboard as Markdown."""
-        text = self.current_answer_markdown()
-        if text is not None:
-            QApplication.clipboard().setText(text)
-            messages.info("Copied the answer as Markdown.")
+        self.exporter.copy()
 
     @Slot()
     def _on_answer_view_export_requested(self) -> None:
-        menu = QMenu(self)
-        menu.addAction("This answer…", lambda: self.export(whole_history=False))
-        menu.addAction("All questions about this document…", lambda: self.export(True))
-        menu.exec(
-            self.answer_view.export_button.mapToGlobal(
-                self.answer_view.export_button.rect().bottomLeft()
-            )
-        )
+        self.exporter.menu(self.answer_view.export_button)
 
     def export(self, whole_history: bool) -> None:
         """Save the answer or the history as a Markdown file chosen by the user."""
-        text = self.history_as_markdown() if whole_history else self.current_answer_markdown()
-        if text is None or self.document is None:
-            return
-        stem = Path(self.document.path).stem or "longdoc"
-        suggested = f"{stem}-{'questions' if whole_history else 'answer'}.md"
-        path, _ = QFileDialog.getSaveFileName(
-            self, "Export as Markdown", suggested, "Markdown (*.md)"
-        )
-        if not path:
-            return
-        try:
-            write_report(Path(path), text)
-        except LongdocError as exc:
-            messages.error(f"Could not save the export: {exc}", self, serious=True)
-            return
-        messages.info(f"Saved {path}.")
+        self.exporter.export(whole_history)
 
     def shutdown(self, timeout_ms: int = 10_000) -> None:
         """Stop a running answer and wait until the core has stored it (window closing)."""
