@@ -45,7 +45,7 @@ from desktop.ui.question_history import QuestionHistory
 from desktop.ui.quote_checks import QUOTE_CHECK_INLINE_CHARS as QUOTE_CHECK_INLINE_CHARS
 from desktop.ui.quote_checks import QuoteChecks
 from desktop.ui.session import BudgetView, Session, document_unanswerable
-from desktop.ui.thread_view import ThreadView
+from desktop.ui.thread_selector import ThreadSelector, thread_up_to
 from desktop.ui.warm_up import WarmUp
 
 log = logging.getLogger("longdoc.ui.ask")
@@ -80,8 +80,6 @@ class AskPanel(QWidget):
         super().__init__(parent)
         self.session = session
         self.document: Document | None = None
-        # The conversation a question continues; None: the next question starts a thread.
-        self.current_thread: Thread | None = None
         self._closed = False  # the window is closing: no more background counts
         self._task: tasks.Task[None] | None = None
         # Tasks stopped by the user: the panel is given back at once, they end behind it.
@@ -115,7 +113,12 @@ class AskPanel(QWidget):
             self, lambda: self.document, lambda: self.answer_view.answer, lambda: self.history
         )
 
-        self.conversation = self._make_conversation()
+        self.conversation = ThreadSelector(self.answer_view)
+        self.conversation.new_thread_requested.connect(self.new_thread)
+        self.conversation.citation_clicked.connect(self.citation_clicked)
+        self.thread_label = self.conversation.label
+        self.new_thread_button = self.conversation.new_button
+        self.thread_view = self.conversation.view
 
         self.splitter = QSplitter(Qt.Orientation.Vertical)
         self.splitter.setObjectName("askSplitter")
@@ -481,47 +484,13 @@ class AskPanel(QWidget):
 
     # --- threads (follow-up questions) --------------------------------------------------
 
-    def _make_conversation(self) -> QWidget:
-        """The thread's header (with New thread), its earlier turns, the current answer."""
-        self.thread_label = QLabel()
-        self.thread_label.setObjectName("threadLabel")
-        self.thread_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.new_thread_button = QPushButton("New thread")
-        self.new_thread_button.setObjectName("newThread")
-        self.new_thread_button.setToolTip(
-            "Start a new conversation: the next question is asked without the earlier ones (Ctrl+N)"
-        )
-        self.new_thread_button.clicked.connect(self._on_new_thread_button_clicked)
-        self.thread_view = ThreadView()
-        self.thread_view.citation_clicked.connect(self.citation_clicked)
-        header = QHBoxLayout()
-        header.addWidget(self.thread_label, 1)
-        header.addWidget(self.new_thread_button)
-        inner = QSplitter(Qt.Orientation.Vertical)
-        inner.setObjectName("threadSplitter")
-        inner.addWidget(self.thread_view)
-        inner.addWidget(self.answer_view)
-        inner.setStretchFactor(0, 2)
-        inner.setStretchFactor(1, 3)
-        inner.setChildrenCollapsible(False)
-        box = QWidget()
-        layout = QVBoxLayout(box)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(header)
-        layout.addWidget(inner, 1)
-        return box
+    @property
+    def current_thread(self) -> Thread | None:
+        """The conversation a question continues; None: the next question starts a thread."""
+        return self.conversation.current
 
     def _set_thread(self, thread: Thread | None) -> None:
-        self.current_thread = thread
-        turns = len(thread.turns) if thread is not None else 0
-        if thread is None or not turns:
-            self.thread_label.setText("New thread: the next question starts a conversation")
-        else:
-            self.thread_label.setText(
-                f"Thread of {turns} question{'s' if turns != 1 else ''}: "
-                "the next question follows up"
-            )
-        self.new_thread_button.setEnabled(thread is not None and not self.busy)
+        self.conversation.set_thread(thread, self.busy)
 
     def _show_thread(self, thread: Thread) -> None:
         """A loaded thread: earlier turns above, the latest one as the current answer."""
@@ -592,11 +561,7 @@ class AskPanel(QWidget):
         found = self.session.store.thread_with_answer(answer.id)  # one indexed query
         if found is None:
             return  # not a turn (stopped or failed): the conversation stays as it was
-        ids = [t.id for t in found.turns]
-        turns = found.turns[: ids.index(answer.id) + 1]
-        self._show_thread(
-            Thread(found.id, found.document_sha, found.first_page, found.last_page, turns)
-        )
+        self._show_thread(thread_up_to(found, answer.id, including=True))
 
     def _rewind_thread(self, answer: StoredAnswer) -> None:
         """Ask again: after the same earlier turns as ``answer`` (the core then branches a
@@ -607,14 +572,7 @@ class AskPanel(QWidget):
             self._set_thread(None)
             self.thread_view.show_turns([])
             return
-        earlier = thread.turns[: ids.index(answer.id)]
-        self._set_thread(
-            Thread(thread.id, thread.document_sha, thread.first_page, thread.last_page, earlier)
-        )
-
-    @Slot()
-    def _on_new_thread_button_clicked(self) -> None:
-        self.new_thread()
+        self._set_thread(thread_up_to(thread, answer.id, including=False))
 
     def new_thread(self) -> None:
         """Start afresh: no earlier turns shown or sent; the next question opens a thread."""
