@@ -31,11 +31,11 @@ from tests.e2e.conftest import (
     _rootfs_tar,
     free_port,
     host_mounts,
-    longdoc_cli,
     server_args,
     wait_for,
     write_profile,
 )
+from tests.support.cli import longdoc
 
 pytestmark = [pytest.mark.container, pytest.mark.slow]
 
@@ -151,7 +151,7 @@ def docker_profile(
 
 
 def status(home: Path) -> tuple[int, dict[str, object]]:
-    result = longdoc_cli(home, "server", "status", "--json", "--profile", "test")
+    result = longdoc("server", "status", "--json", "--profile", "test", home=home)
     assert result.stdout, result.stderr
     return result.returncode, json.loads(result.stdout)
 
@@ -188,7 +188,7 @@ def test_daemon_down_is_a_state_of_its_own_and_the_server_resumes(
     assert "docker daemon" in str(look["error"]) and "systemctl start docker" in str(look["error"])
     assert look["restarts"] == 0
     # doctor names the fix: start the daemon (not "add you to the docker group").
-    doctor = longdoc_cli(managed_home, "doctor", "--json", "--profile", "test")
+    doctor = longdoc("doctor", "--json", "--profile", "test", home=managed_home)
     checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
     runtime = checks["Container runtime"]
     assert runtime["status"] == "problem" and "systemctl start docker" in runtime["fix"]
