@@ -283,12 +283,17 @@ def check_profile(ctx: Context, facts: _ServerFacts) -> Check:
 
 def _preflight(ctx: Context, facts: _ServerFacts) -> list[Check]:
     """The start's own checks (``server_manager.preflight.findings``), one line each."""
+    from longdoc_net.endpoint import Phase
     from server_manager.preflight import findings
     from server_manager.state import Paths, read_state
 
     def held_by_us(port: int) -> str:
         state = read_state(Paths(ctx.data_dir))
-        if state is not None and state.port == port and state.state in ("starting", "ready"):
+        if (
+            state is not None
+            and state.port == port
+            and state.state in (Phase.STARTING, Phase.READY)
+        ):
             return str(state.state)
         return ""
 

@@ -141,7 +141,7 @@ def cmd_restart(args: argparse.Namespace) -> int:
 
 def _format_status(status: ServerStatus) -> str:
     lines = [f"Profile:  {status.profile}", f"State:    {status.state}"]
-    if status.stage and status.state == "starting":
+    if status.stage and status.state == Phase.STARTING:
         lines.append(f"Stage:    {status.stage.replace('_', ' ')}")
     if status.endpoint:
         lines.append(f"Endpoint: {status.endpoint}")
