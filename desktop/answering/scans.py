@@ -16,6 +16,7 @@ scanned pages are named as unread in the answer's warnings instead.
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import urllib.error
 import urllib.request
@@ -92,7 +93,8 @@ def reads_images(url: str, api_key: str) -> bool:
     try:
         with urlopen(request, timeout=INFO_TIMEOUT_S) as response:
             data = json.loads(response.read())
-    except (urllib.error.URLError, OSError, ValueError):
+    # HTTPException: a server killed mid-answer leaves a short body (IncompleteRead).
+    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError):
         return False  # not SGLang, or too old to say: send text only
     return isinstance(data, dict) and data.get("has_image_understanding") is True
 
