@@ -34,13 +34,13 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.answering.budget import ContextLimits
+from desktop.answers import StoredAnswer
 from desktop.config import Settings, data_dir, load_settings, setting_sources
 from desktop.documents import SUPPORTED_SUFFIXES
 from desktop.documents.model import Document
 from desktop.errors import ConfigError
 from desktop.library import open_document
 from desktop.search import Hit
-from desktop.store.db import StoredAnswer
 from desktop.ui import messages, tasks
 from desktop.ui.ask_panel import AskPanel
 from desktop.ui.batch_window import BatchWindow
@@ -53,6 +53,7 @@ from desktop.ui.search_results import first_match
 from desktop.ui.server_panel import ServerIndicator, ServerMonitor, ServerPanel
 from desktop.ui.session import Session
 from desktop.ui.settings_dialog import SettingsDialog
+from desktop.ui.several_documents import SeveralDocuments
 from server_manager import ServerManager, ServerStatus
 
 log = logging.getLogger("longdoc.ui")
@@ -173,6 +174,10 @@ class MainWindow(QMainWindow):
         self.library.document_selected.connect(self._on_library_document_selected)
         self.library.document_opened.connect(self._on_library_document_opened)
         self.library.search_results.hit_activated.connect(self._on_search_hit_activated)
+        # Several documents: "Ask about these N documents" and Compare (their own windows).
+        self.several = SeveralDocuments(self)
+        self.library.set_ask_requested.connect(self.several.ask_about)
+        self.library.compare_requested.connect(self.several.compare_stored)
         self.ask_panel.citation_clicked.connect(self._on_ask_panel_citation_clicked)
         self.ask_panel.quote_clicked.connect(self._on_ask_panel_quote_clicked)
         self.ask_panel.server_start_requested.connect(self._on_ask_panel_server_start_requested)
@@ -233,6 +238,9 @@ class MainWindow(QMainWindow):
             )
         )
         file_menu.addSeparator()
+        file_menu.addAction(
+            self._action("&Compare two versions…", "Ctrl+Shift+D", self.several.compare_files)
+        )
         file_menu.addAction(self._action("&Settings…", "Ctrl+,", self.show_settings))
         file_menu.addSeparator()
         file_menu.addAction(self._action("&Quit", QKeySequence.StandardKey.Quit, self.close))
