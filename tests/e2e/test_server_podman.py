@@ -615,6 +615,7 @@ def test_start_and_stop_never_kill_a_process_a_stale_state_names(
     native_profile()
     (managed_home / "longdoc.toml").write_text('profile = "native-test"\n')
     stranger = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    real_state = ""  # the started server's own state, put back for the fixture to stop it
     try:
         (managed_home / "server").mkdir(parents=True, exist_ok=True)
         # What a reboot leaves: the old pids, now some other program's.
@@ -633,6 +634,7 @@ def test_start_and_stop_never_kill_a_process_a_stale_state_names(
         started = longdoc("server", "start", home=managed_home)
         assert started.returncode == 0, started.stderr
         assert stranger.poll() is None
+        real_state = (managed_home / "server" / "state.json").read_text()
         (managed_home / "server" / "state.json").write_text(json.dumps(stale))
         stopped = longdoc("server", "stop", home=managed_home)
         assert stopped.returncode == 0, stopped.stderr
@@ -641,6 +643,8 @@ def test_start_and_stop_never_kill_a_process_a_stale_state_names(
     finally:
         stranger.kill()
         stranger.wait()
+        if real_state:
+            (managed_home / "server" / "state.json").write_text(real_state)
 
 
 def test_backoff_forgets_the_dead_engine(managed_home: Path, native_profile: ProfileMaker) -> None:
