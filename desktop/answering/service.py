@@ -30,6 +30,7 @@ from desktop.answering.client import (
     engine_from_server_info,
     first_token_timeout,
 )
+from desktop.answering.conversation import check_document, follow_up_pages, refuse_if_too_long
 from desktop.answering.events import (
     AnswerDelta,
     Event,
@@ -57,7 +58,7 @@ from desktop.answering.scans import (
     scanned_pages,
     unread_warning,
 )
-from desktop.answering.threads import Thread, history_key, history_messages, thread_pages
+from desktop.answering.threads import Thread, history_key, history_messages
 from desktop.answering.warmup import ROUTES, Prefilled, Route, RouteMissing, prefill
 from desktop.answers import AnswerKey, AnswerStatus, CheckedCitations, StoredAnswer
 from desktop.config import Settings
@@ -73,7 +74,6 @@ from desktop.errors import (
     NoServerConfigured,
     ServerError,
     ServerUnavailable,
-    ThreadTooLong,
     UsageError,
 )
 from desktop.store.db import EndpointModel, NewTurn, Store
@@ -219,11 +219,8 @@ class Question:
     def page_range(self) -> PageRange:
         """The selected pages, defaulting to all (a follow-up: the thread's pages)."""
         if self.thread is not None:
-            if self.thread.document_sha != self.document.sha256:
-                raise UsageError(
-                    f"Thread {self.thread.id} is about another document, not {self.document.path}."
-                )
-            return thread_pages(self.thread, self.pages, len(self.document.pages))
+            check_document(self.thread, self.document)
+            return follow_up_pages(self.thread, self.pages, len(self.document.pages))
         return self.pages or full_range(self.document)
 
     def history(self) -> list[dict[str, str]]:
@@ -433,19 +430,11 @@ class Answerer:
             budget.warnings.append(unread_warning(scanned, doc))
         if not budget.fits and question.thread is not None and history:
             _, alone = self.prompt(doc, pages, question.text, question.thinking)
-            self._refuse_thread(question, alone, budget.prompt_tokens, budget, reserve)
-        if not budget.fits:
-            fit = suggest_pages(pages, budget)
-            raise DocumentTooLarge(
-                doc.path,
-                budget.prompt_tokens,
-                budget.prompt_limit,
-                limits.context_length,
-                pages.last - pages.first + 1,
-                limit=explain_limit(budget),
-                remedy=remedy(budget, doc.pages, pages),
-                suggested=None if fit is None else (fit.first, fit.last),
+            refuse_if_too_long(
+                doc.path, question.thread, budget.prompt_tokens, alone, budget, reserve
             )
+        if not budget.fits:
+            raise too_large(doc, pages, budget)
         key = self.cache_key(question, info.id, reserve)
         return Plan(question, pages, info.id, messages, budget, key, local, server)
 
@@ -455,23 +444,6 @@ class Answerer:
             self.store.save_page_tokens(doc)  # updates nothing for a document not stored
         except LongdocError:
             log.debug("could not store the page counts", exc_info=True)
-
-    def _refuse_thread(
-        self, question: Question, alone: int, needed: int, budget: Budget, reserve: int
-    ) -> None:
-        """Raise ThreadTooLong when only the earlier turns make the prompt too long
-        (``alone``: the prompt's tokens without them)."""
-        assert question.thread is not None
-        if plan_budget(alone, budget.limits, reserve).fits:
-            raise ThreadTooLong(
-                question.document.path,
-                question.thread.id,
-                len(question.thread.turns),
-                needed,
-                budget.prompt_limit,
-                budget.context_length,
-                alone,
-            )
 
     def _turn(self, question: Question) -> NewTurn:
         """Where a complete answer to ``question`` goes: the thread's next turn (a new
@@ -538,17 +510,7 @@ class Answerer:
         limits = self.limits()
         budget = plan_budget(size, limits, self.settings.answer_reserve)
         if not budget.fits:
-            fit = suggest_pages(pages, budget)
-            raise DocumentTooLarge(
-                doc.path,
-                size,
-                budget.prompt_limit,
-                limits.context_length,
-                pages.last - pages.first + 1,
-                limit=explain_limit(budget),
-                remedy=remedy(budget, doc.pages, pages),
-                suggested=None if fit is None else (fit.first, fit.last),
-            )
+            raise too_large(doc, pages, budget)
         timeout = first_token_timeout(size, self.settings.min_prefill_rate)
         prompt = cacheable_prefix(doc, pages)
         for route in list(self._routes):
@@ -730,6 +692,22 @@ class Answerer:
             citations=citations,
             turn=turn,
         )
+
+
+def too_large(doc: Document, pages: PageRange, budget: Budget) -> DocumentTooLarge:
+    """The refusal of a prompt that does not fit: the binding limit with its numbers, what
+    to do, and a page range that fits (None for a single page)."""
+    fit = suggest_pages(pages, budget)
+    return DocumentTooLarge(
+        doc.path,
+        budget.prompt_tokens,
+        budget.prompt_limit,
+        budget.context_length,
+        pages.last - pages.first + 1,
+        limit=explain_limit(budget),
+        remedy=remedy(budget, doc.pages, pages),
+        suggested=None if fit is None else (fit.first, fit.last),
+    )
 
 
 def status_for(finish_reason: str) -> AnswerStatus:

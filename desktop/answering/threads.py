@@ -14,11 +14,9 @@ import hashlib
 import json
 from collections.abc import Sequence
 
-from desktop.answering.pages import PageRange
 from desktop.answers import StoredAnswer
 from desktop.answers import Thread as Thread  # re-exported for the answering code's callers
 from desktop.documents.layout import defuse
-from desktop.errors import UsageError
 
 
 def history_messages(turns: Sequence[StoredAnswer]) -> list[dict[str, str]]:
@@ -37,15 +35,3 @@ def history_key(turns: Sequence[StoredAnswer]) -> str:
         return ""
     pairs = [[t.question.strip(), t.answer.strip()] for t in turns]
     return hashlib.sha256(json.dumps(pairs, ensure_ascii=False).encode()).hexdigest()
-
-
-def thread_pages(thread: Thread, asked: PageRange | None, page_count: int) -> PageRange:
-    """The pages a follow-up is about: the thread's; another range is refused, not mixed."""
-    pages = PageRange(thread.first_page, thread.last_page)
-    if asked is not None and (asked.first, asked.last) != (pages.first, pages.last):
-        raise UsageError(
-            f"Thread {thread.id} is about {pages.describe(page_count)}; a follow-up "
-            "keeps the thread's pages. Ask without --follow-up/--thread to start a new thread "
-            "about other pages."
-        )
-    return pages
