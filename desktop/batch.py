@@ -27,7 +27,7 @@ from desktop.answering.events import Stored
 from desktop.answering.service import Answerer, Question
 from desktop.documents import SUPPORTED_SUFFIXES
 from desktop.errors import Cancelled, DocumentError, LongdocError, UsageError
-from desktop.library import open_document
+from desktop.library import open_document, walk
 from desktop.reports import csv_text
 from desktop.store.db import Store
 
@@ -335,24 +335,11 @@ class Job:
 
 
 def collect(paths: Sequence[Path]) -> list[Path]:
-    """Files as given, and every file inside folders (recursive, sorted, hidden ones left out).
-
-    Files that are not documents stay in the list: the run reports them as skipped.
+    """Files as given, and every file inside folders (``library.walk``: recursive, sorted,
+    hidden ones left out). Files that are not documents stay in the list: the run reports
+    them as skipped.
     """
-    result: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            result.extend(
-                sorted(
-                    p
-                    for p in path.rglob("*")
-                    if not any(part.startswith(".") for part in p.relative_to(path).parts)
-                    and not p.is_dir()
-                )
-            )
-        else:
-            result.append(path)
-    return result
+    return walk(paths)
 
 
 def _not_a_document(path: Path) -> str | None:

@@ -9,9 +9,10 @@ import dataclasses
 import os
 import stat
 import sys
-from dataclasses import dataclass, fields
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from desktop.errors import ConfigError, StorageError, display_path
 
@@ -25,6 +26,8 @@ MIN_ANSWER_RESERVE = 2_048
 # supports (1M with YaRN), far below what SQLite's integers or the server could overflow on.
 MAX_TOKENS = 1_048_576
 MAX_PREFILL_RATE = 10_000_000
+
+_T = TypeVar("_T")
 
 
 def data_dir() -> Path:
@@ -96,62 +99,69 @@ def config_path() -> Path:
     return data_dir() / CONFIG_NAME
 
 
-@dataclass
-class Settings:
-    """Everything in ``longdoc.toml``; empty strings mean "use the managed server's value"."""
+@dataclass(frozen=True)
+class Setting:
+    """One setting's declaration: everything the loader, the Settings dialog and the flags
+    (``desktop.cli.options``) need to know about it. Its type is its default's type.
+    """
 
-    endpoint: str = ""
-    model: str = ""
-    api_key: str = ""
-    thinking: bool = True
-    answer_reserve: int = DEFAULT_ANSWER_RESERVE
-    # Tokens per second a slow GPU still prefills; sets the first-token timeout so a
-    # 250K-token prompt gets minutes, never a watchdog that kills a live prefill.
-    min_prefill_rate: int = 400
-    profile: str = "sglang-rocm"
-    container_runtime: str = ""
-    keep_server_running: bool = True
-    # For servers that do not report their context (transformers serve, llama.cpp, routers);
-    # 0 = the server's own figure. When both exist the smaller wins.
-    context_length: int = 0
+    default: Any
+    label: str  # the dialog's field label (a check box's text for a bool)
+    help: str  # one line: the dialog's tooltip and the flag's --help
+    env: str | None = None  # the LONGDOC_* variable that overrides the file
+    minimum: int | None = None
+    maximum: int | None = None
+    unit: str = ""  # "tokens": messages, the dialog's suffix
+    # What the empty value ("" or 0) means, as the dialog and the flag's help say it;
+    # set only when empty is allowed (for an int, 0 is then allowed below ``minimum``).
+    empty: str = ""
+    choices: tuple[str, ...] = ()  # the values allowed ("" allowed when ``empty`` is set)
+    secret: bool = False  # never shown: the dialog says "set" or "none"
+    flag: str = ""  # "URL": a server flag added by add_server_options, with this metavar
+    step: int = 1  # the dialog's spin-box step
+    check: Callable[[str], None] | None = None  # raises ConfigError for a bad value
 
-    def validate(self) -> None:
-        """Raise ConfigError naming the first bad value."""
-        if self.endpoint:
-            check_endpoint(self.endpoint)
-        if self.answer_reserve < MIN_ANSWER_RESERVE:
-            raise ConfigError(
-                f"answer_reserve must be at least {MIN_ANSWER_RESERVE:,} tokens, "
-                f"not {self.answer_reserve:,}"
-            )
-        if self.answer_reserve > MAX_TOKENS:
-            raise ConfigError(
-                f"answer_reserve must be at most {MAX_TOKENS:,} tokens, not {self.answer_reserve:,}"
-            )
-        if not 0 < self.min_prefill_rate <= MAX_PREFILL_RATE:
-            raise ConfigError(
-                "min_prefill_rate must be a positive number of tokens per second, at most "
-                f"{MAX_PREFILL_RATE:,}, not {self.min_prefill_rate:,}"
-            )
-        if not 0 <= self.context_length <= MAX_TOKENS:
-            raise ConfigError(
-                f"context_length must be between 1 and {MAX_TOKENS:,} tokens "
-                f"(0 = as the server reports), not {self.context_length:,}"
-            )
-        if self.container_runtime not in ("", "docker", "podman"):
-            raise ConfigError(
-                f"container_runtime must be docker or podman, not {self.container_runtime!r}"
-            )
+    @property
+    def kind(self) -> type:
+        """str, int or bool."""
+        return type(self.default)
 
-    def to_toml(self) -> str:
-        """Render as TOML (flat scalar keys only, so a tiny writer suffices)."""
-        lines = [
-            f"# Longdoc settings (version {SETTINGS_VERSION})",
-            f"version = {SETTINGS_VERSION}",
-        ]
-        for f in fields(self):
-            lines.append(f"{f.name} = {_toml_value(getattr(self, f.name))}")
-        return "\n".join(lines) + "\n"
+    def validate(self, name: str, value: Any) -> None:
+        """Raise ConfigError naming the setting when ``value`` is out of its bounds."""
+        if self.kind is int:
+            if value == 0 and self.empty:
+                return
+            unit = f" {self.unit}" if self.unit else ""
+            zero = f" (0 = {self.empty})" if self.empty else ""
+            if self.minimum is not None and value < self.minimum:
+                raise ConfigError(
+                    f"{name} must be at least {self.minimum:,}{unit}{zero}, not {value:,}"
+                )
+            if self.maximum is not None and value > self.maximum:
+                raise ConfigError(f"{name} must be at most {self.maximum:,}{unit}, not {value:,}")
+        elif self.kind is str and value:
+            if self.choices and value not in self.choices:
+                listed = " or ".join(c for c in self.choices if c)
+                raise ConfigError(f"{name} must be {listed}, not {value!r}")
+            if self.check is not None:
+                self.check(value)
+
+    def from_env(self, text: str) -> Any:
+        """The value an environment variable's text states (ConfigError if it cannot)."""
+        if self.kind is int:
+            try:
+                return int(text.strip().replace("_", "").replace(",", ""))
+            except ValueError:
+                raise ConfigError(
+                    f"{self.env}={text!r} is not a number of {self.unit or 'units'}"
+                ) from None
+        return text
+
+
+def setting(default: _T, label: str, help: str, **declared: Any) -> _T:
+    """A ``Settings`` field with its declaration (see ``Setting``) as metadata."""
+    spec = Setting(default, label, help, **declared)
+    return field(default=default, metadata={"setting": spec})
 
 
 def check_endpoint(url: str) -> None:
@@ -170,8 +180,105 @@ def check_endpoint(url: str) -> None:
         raise ConfigError(f"endpoint {url!r} names no host; {example}")
 
 
-_ENV = {"endpoint": "LONGDOC_ENDPOINT", "model": "LONGDOC_MODEL", "api_key": "LONGDOC_API_KEY"}
-CONTEXT_LENGTH_ENV = "LONGDOC_CONTEXT_LENGTH"
+@dataclass
+class Settings:
+    """Everything in ``longdoc.toml``, each field declared once (``setting``); empty strings
+    mean "use the managed server's value"."""
+
+    endpoint: str = setting(
+        "",
+        "Server endpoint",
+        "the server's URL",
+        env="LONGDOC_ENDPOINT",
+        empty="the server Longdoc manages",
+        flag="URL",
+        check=check_endpoint,
+    )
+    model: str = setting(
+        "",
+        "Model",
+        "the model to ask",
+        env="LONGDOC_MODEL",
+        empty="the server's model",
+        flag="NAME",
+    )
+    api_key: str = setting(
+        "",
+        "API key",
+        "the key the server requires",
+        env="LONGDOC_API_KEY",
+        empty="none, or the managed server's key",
+        secret=True,
+        flag="KEY",
+    )
+    thinking: bool = setting(True, "Let the model think before answering", "")
+    answer_reserve: int = setting(
+        DEFAULT_ANSWER_RESERVE,
+        "Answer reserve",
+        f"tokens kept for the answer; shrinks to {MIN_ANSWER_RESERVE:,} (with a warning) "
+        "when the document needs the room",
+        minimum=MIN_ANSWER_RESERVE,
+        maximum=MAX_TOKENS,
+        unit="tokens",
+        step=1024,
+    )
+    # Tokens per second a slow GPU still prefills; sets the first-token timeout so a
+    # 250K-token prompt gets minutes, never a watchdog that kills a live prefill.
+    min_prefill_rate: int = setting(
+        400,
+        "Slowest prefill",
+        "the slowest prefill your GPU does; sets how long to wait for the first token",
+        minimum=1,
+        maximum=MAX_PREFILL_RATE,
+        unit="tokens/s",
+    )
+    profile: str = setting(
+        "sglang-rocm",
+        "Server profile",
+        "server profile: a bundled one, or one of yours in <data dir>/profiles",
+        flag="NAME",
+    )
+    container_runtime: str = setting(
+        "",
+        "Container runtime",
+        "docker or podman",
+        empty="whichever is installed",
+        choices=("", "docker", "podman"),
+    )
+    keep_server_running: bool = setting(True, "Keep the server running after Longdoc quits", "")
+    # For servers that do not report their context (transformers serve, llama.cpp, routers);
+    # 0 = the server's own figure. When both exist the smaller wins.
+    context_length: int = setting(
+        0,
+        "Context length",
+        "the server's context length in tokens, for servers that do not report it; "
+        "when both exist the smaller wins",
+        env="LONGDOC_CONTEXT_LENGTH",
+        minimum=1,
+        maximum=MAX_TOKENS,
+        unit="tokens",
+        empty="as the server reports",
+        flag="N",
+    )
+
+    def validate(self) -> None:
+        """Raise ConfigError naming the first bad value."""
+        for name, spec in SETTINGS.items():
+            spec.validate(name, getattr(self, name))
+
+    def to_toml(self) -> str:
+        """Render as TOML (flat scalar keys only, so a tiny writer suffices)."""
+        lines = [
+            f"# Longdoc settings (version {SETTINGS_VERSION})",
+            f"version = {SETTINGS_VERSION}",
+        ]
+        for name in SETTINGS:
+            lines.append(f"{name} = {_toml_value(getattr(self, name))}")
+        return "\n".join(lines) + "\n"
+
+
+# Every setting's declaration, in the file's (and the dialog's) order.
+SETTINGS: dict[str, Setting] = {f.name: f.metadata["setting"] for f in fields(Settings)}
 
 
 def _toml_value(value: object) -> str:
@@ -199,18 +306,6 @@ def load_settings(path: Path | None = None, *, env: bool = True) -> Settings:
     """Read ``longdoc.toml`` (missing is fine) and apply environment overrides."""
     path = path or config_path()
     settings = Settings()
-    types = {
-        "endpoint": str,
-        "model": str,
-        "api_key": str,
-        "thinking": bool,
-        "answer_reserve": int,
-        "min_prefill_rate": int,
-        "profile": str,
-        "container_runtime": str,
-        "keep_server_running": bool,
-        "context_length": int,
-    }
     text = _read_config(path)
     if text is not None:
         import tomllib
@@ -221,21 +316,14 @@ def load_settings(path: Path | None = None, *, env: bool = True) -> Settings:
             raise ConfigError(f"{display_path(path)}: not valid TOML ({exc})") from exc
         raw.pop("version", None)
         for key, value in raw.items():
-            if key not in types:
+            if key not in SETTINGS:
                 raise ConfigError(f"{display_path(path)}: unknown setting {key!r}")
-            setattr(settings, key, _coerce(key, types[key], value))
+            setattr(settings, key, _coerce(key, SETTINGS[key].kind, value))
     if env:
-        for key, var in _ENV.items():
-            if os.environ.get(var):
-                setattr(settings, key, os.environ[var])
-        stated = os.environ.get(CONTEXT_LENGTH_ENV, "").strip()
-        if stated:
-            try:
-                settings.context_length = int(stated.replace("_", "").replace(",", ""))
-            except ValueError:
-                raise ConfigError(
-                    f"{CONTEXT_LENGTH_ENV}={stated!r} is not a number of tokens"
-                ) from None
+        for key, spec in SETTINGS.items():
+            stated = os.environ.get(spec.env, "").strip() if spec.env else ""
+            if stated:
+                setattr(settings, key, spec.from_env(os.environ[spec.env or ""]))
     settings.validate()
     return settings
 
@@ -307,9 +395,8 @@ def setting_sources(
     except (ConfigError, tomllib.TOMLDecodeError):
         pass  # load_settings reports a bad file; here it just sets nothing
     sources: dict[str, str] = {}
-    for f in fields(Settings):
-        name = f.name
-        var = _ENV.get(name) or (CONTEXT_LENGTH_ENV if name == "context_length" else None)
+    for name, spec in SETTINGS.items():
+        var = spec.env
         if flags and flags.get(name) is not None:
             sources[name] = "flag"
         elif env and var and os.environ.get(var):

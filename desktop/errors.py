@@ -12,85 +12,45 @@ import textwrap
 from collections.abc import Callable, Iterable
 from enum import Enum
 from pathlib import Path
-from typing import NamedTuple
 
 # --- the exit-code table ------------------------------------------------------------------
-# The ONE list of exit codes: `longdoc --help` and every command's help are rendered from
-# it, and tests/e2e/test_cli.py checks the README's table against it row by row.
-
-EXIT_OK = 0
-EXIT_STORAGE = 1
-EXIT_USAGE = 2
-EXIT_DOCUMENT = 3
-EXIT_SERVER_UNAVAILABLE = 4
-EXIT_REQUEST_FAILED = 5
-EXIT_BATCH_FAILED = 6
-EXIT_DOCTOR_PROBLEMS = 7
-EXIT_NOT_IN_LIBRARY = 8
-EXIT_INTERRUPTED = 130
-
-
-class ExitCode(NamedTuple):
-    """One row of the exit-code table."""
-
-    code: int
-    meaning: str
-
-
-EXIT_CODES: tuple[ExitCode, ...] = (
-    ExitCode(EXIT_OK, "success"),
-    ExitCode(
-        EXIT_STORAGE,
-        "storage problem: the disk is full, the data directory is not writable, "
-        "or the database is damaged",
-    ),
-    ExitCode(EXIT_USAGE, "usage: bad arguments or settings"),
-    ExitCode(
-        EXIT_DOCUMENT,
-        "document problem: unreadable, not a regular file, encrypted, no text, too large "
-        "for the context (or a follow-up thread that no longer fits)",
-    ),
-    ExitCode(EXIT_SERVER_UNAVAILABLE, "server unreachable, still loading, or refusing the API key"),
-    ExitCode(EXIT_REQUEST_FAILED, "server rejected or broke off the request"),
-    ExitCode(
-        EXIT_BATCH_FAILED,
-        "batch (`summarize`, `review`): some documents failed; the report lists each with "
-        "its reason",
-    ),
-    ExitCode(
-        EXIT_DOCTOR_PROBLEMS,
-        "checks found problems: `longdoc doctor` (each with its fix) or "
-        "`longdoc server selftest` (a needle was missed)",
-    ),
-    ExitCode(
-        EXIT_NOT_IN_LIBRARY,
-        "not in the library: `search --document` or `remove` named a document that was "
-        "never ingested (or was removed)",
-    ),
-    # The server manager's codes (server_manager/errors.py raises them).
-    ExitCode(10, "server manager: no container runtime (docker or podman)"),
-    ExitCode(11, "server manager: no permission to use the container runtime"),
-    ExitCode(12, "server manager: the profile's image is not present locally"),
-    ExitCode(13, "server manager: the model folder is missing or has no config.json"),
-    ExitCode(14, "server manager: the port is already in use"),
-    ExitCode(15, "server manager: no GPU device nodes (/dev/kfd, /dev/dri)"),
-    ExitCode(16, "server manager: the profile is invalid"),
-    ExitCode(
-        17,
-        "server manager: the server failed (its `run` refused, kept dying, or not ready in time)",
-    ),
-    ExitCode(18, "server manager: no server log yet (`server logs` before any start)"),
-    ExitCode(19, "server manager: a server with another profile is running"),
-    ExitCode(
-        EXIT_INTERRUPTED,
-        "interrupted (a partial answer is kept as incomplete, never served from the cache)",
-    ),
+# Declared once, in longdoc_net/exit_codes.py (server_manager raises 10-19 and may not import
+# desktop); `longdoc --help` and every command's help are rendered from it here.
+from longdoc_net.exit_codes import (
+    EXIT_BATCH_FAILED,
+    EXIT_CODES,
+    EXIT_DOCTOR_PROBLEMS,
+    EXIT_DOCUMENT,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_IN_LIBRARY,
+    EXIT_OK,
+    EXIT_REQUEST_FAILED,
+    EXIT_SERVER_UNAVAILABLE,
+    EXIT_STORAGE,
+    EXIT_USAGE,
+    SERVER_MANAGER_EXIT_CODES,
+    ExitCode,
 )
+
+__all__ = [
+    "EXIT_BATCH_FAILED",
+    "EXIT_CODES",
+    "EXIT_DOCTOR_PROBLEMS",
+    "EXIT_DOCUMENT",
+    "EXIT_INTERRUPTED",
+    "EXIT_NOT_IN_LIBRARY",
+    "EXIT_OK",
+    "EXIT_REQUEST_FAILED",
+    "EXIT_SERVER_UNAVAILABLE",
+    "EXIT_STORAGE",
+    "EXIT_USAGE",
+    "SERVER_MANAGER_EXIT_CODES",
+    "ExitCode",
+]
 
 # What every command can return whatever it does: a data directory that cannot be
 # written, a bad flag or setting, Ctrl-C.
 COMMON_EXIT_CODES = (EXIT_OK, EXIT_STORAGE, EXIT_USAGE, EXIT_INTERRUPTED)
-SERVER_MANAGER_EXIT_CODES = tuple(range(10, 20))
 
 
 def exit_codes_help(codes: Iterable[int] | None = None) -> str:

@@ -7,6 +7,7 @@ reached through a symlink reads the same in every message, report and library ro
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from desktop.documents.ingest import EXTRACTOR_VERSION, extract, sha256_file, storable_path
@@ -52,20 +53,36 @@ def find_document(path: Path, store: Store) -> DocumentSummary | None:
     return found
 
 
-def expand_paths(paths: list[Path]) -> list[Path]:
-    """Files as given, and the supported documents inside folders (sorted, recursive)."""
+def walk(paths: Sequence[Path]) -> list[Path]:
+    """Files as given, and every file inside folders: the one rule for walking folders.
+
+    Recursive and sorted; hidden files and anything inside hidden folders (``.git``,
+    ``.cache``, editors' ``.~lock`` files) are left out. A FIFO or device inside a folder is
+    listed, so that the caller refuses it by name (before reading a byte).
+    """
     result: list[Path] = []
     for path in paths:
         if path.is_dir():
-            from desktop.documents.ingest import SUPPORTED_SUFFIXES
-
             result.extend(
                 sorted(
                     p
                     for p in path.rglob("*")
-                    if p.is_file() and p.suffix.lower() in SUPPORTED_SUFFIXES
+                    if not any(part.startswith(".") for part in p.relative_to(path).parts)
+                    and not p.is_dir()
                 )
             )
         else:
             result.append(path)
     return result
+
+
+def expand_paths(paths: Sequence[Path]) -> list[Path]:
+    """Files as given, and the supported documents found in folders (see ``walk``)."""
+    from desktop.documents.ingest import SUPPORTED_SUFFIXES
+
+    return [
+        p
+        for given in paths
+        for p in walk([given])
+        if not given.is_dir() or p.suffix.lower() in SUPPORTED_SUFFIXES
+    ]

@@ -8,22 +8,39 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-# Exit codes of `longdoc server ...`: 10-19, so they never collide with the general ones.
-# 1, 2 and 4 mean what they mean for every longdoc command (desktop/errors.py); they are
-# repeated here because this package may not import desktop (tests/unit checks they agree).
-EXIT_STORAGE = 1
-EXIT_USAGE = 2
-EXIT_SERVER_UNAVAILABLE = 4
-EXIT_NO_CONTAINER_RUNTIME = 10
-EXIT_RUNTIME_PERMISSION = 11
-EXIT_IMAGE_MISSING = 12
-EXIT_MODEL_DIR_MISSING = 13
-EXIT_PORT_IN_USE = 14
-EXIT_NO_GPU_DEVICES = 15
-EXIT_PROFILE_INVALID = 16
-EXIT_SERVER_FAILED = 17
-EXIT_NOT_RUNNING = 18
-EXIT_OTHER_SERVER_RUNNING = 19
+# Exit codes of `longdoc server ...` (10-19) and the general ones it shares, declared with
+# their meanings in longdoc_net/exit_codes.py.
+from longdoc_net.exit_codes import (
+    EXIT_IMAGE_MISSING,
+    EXIT_MODEL_DIR_MISSING,
+    EXIT_NO_CONTAINER_RUNTIME,
+    EXIT_NO_GPU_DEVICES,
+    EXIT_NOT_RUNNING,
+    EXIT_OTHER_SERVER_RUNNING,
+    EXIT_PORT_IN_USE,
+    EXIT_PROFILE_INVALID,
+    EXIT_RUNTIME_PERMISSION,
+    EXIT_SERVER_FAILED,
+    EXIT_SERVER_UNAVAILABLE,
+    EXIT_STORAGE,
+    EXIT_USAGE,
+)
+
+__all__ = [
+    "EXIT_IMAGE_MISSING",
+    "EXIT_MODEL_DIR_MISSING",
+    "EXIT_NOT_RUNNING",
+    "EXIT_NO_CONTAINER_RUNTIME",
+    "EXIT_NO_GPU_DEVICES",
+    "EXIT_OTHER_SERVER_RUNNING",
+    "EXIT_PORT_IN_USE",
+    "EXIT_PROFILE_INVALID",
+    "EXIT_RUNTIME_PERMISSION",
+    "EXIT_SERVER_FAILED",
+    "EXIT_SERVER_UNAVAILABLE",
+    "EXIT_STORAGE",
+    "EXIT_USAGE",
+]
 
 
 class ServerManagerError(Exception):

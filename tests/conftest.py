@@ -22,7 +22,9 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "home"
     path.mkdir(mode=0o700)  # as Longdoc makes it; a looser one gets a notice on first use
     monkeypatch.setenv("LONGDOC_HOME", str(path))
-    for var in ("LONGDOC_ENDPOINT", "LONGDOC_MODEL", "LONGDOC_API_KEY", "LONGDOC_CONTEXT_LENGTH"):
+    from desktop.config import SETTINGS
+
+    for var in (spec.env for spec in SETTINGS.values() if spec.env):
         monkeypatch.delenv(var, raising=False)
     return path
 

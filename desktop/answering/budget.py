@@ -14,7 +14,8 @@ from enum import StrEnum
 
 from desktop.answering.pages import PageRange, format_range
 from desktop.config import MIN_ANSWER_RESERVE
-from desktop.documents.model import Page
+from desktop.documents.model import Document, Page
+from desktop.errors import DocumentTooLarge
 
 
 class Limit(StrEnum):
@@ -183,3 +184,19 @@ def remedy(budget: Budget, pages: Sequence[Page], selected: PageRange) -> str:
             " if the server allows more, or use a server with a longer context"
         )
     return "a single page cannot be split: use a server with a longer context"
+
+
+def refusal(doc: Document, selected: PageRange, budget: Budget) -> DocumentTooLarge:
+    """The one DocumentTooLarge for a budget that does not fit: the binding limit with its
+    numbers, what to do, and a range that fits (questions and warm-ups alike)."""
+    fit = suggest_pages(selected, budget)
+    return DocumentTooLarge(
+        doc.path,
+        budget.prompt_tokens,
+        budget.prompt_limit,
+        budget.limits.context_length,
+        selected.last - selected.first + 1,
+        limit=explain_limit(budget),
+        remedy=remedy(budget, doc.pages, selected),
+        suggested=None if fit is None else (fit.first, fit.last),
+    )

@@ -14,14 +14,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from desktop.answering.budget import (
-    Budget,
-    ContextLimits,
-    explain_limit,
-    plan_budget,
-    remedy,
-    suggest_pages,
-)
+from desktop.answering.budget import Budget, ContextLimits, plan_budget, refusal
 from desktop.answering.citations import check_answer, current_checks
 from desktop.answering.client import (
     ChatClient,
@@ -68,7 +61,6 @@ from desktop.documents.model import Document
 from desktop.errors import (
     Cancelled,
     ContextUnknown,
-    DocumentTooLarge,
     LongdocError,
     ModelNotServed,
     NoServerConfigured,
@@ -434,7 +426,7 @@ class Answerer:
                 doc.path, question.thread, budget.prompt_tokens, alone, budget, reserve
             )
         if not budget.fits:
-            raise too_large(doc, pages, budget)
+            raise refusal(doc, pages, budget)
         key = self.cache_key(question, info.id, reserve)
         return Plan(question, pages, info.id, messages, budget, key, local, server)
 
@@ -510,7 +502,7 @@ class Answerer:
         limits = self.limits()
         budget = plan_budget(size, limits, self.settings.answer_reserve)
         if not budget.fits:
-            raise too_large(doc, pages, budget)
+            raise refusal(doc, pages, budget)
         timeout = first_token_timeout(size, self.settings.min_prefill_rate)
         prompt = cacheable_prefix(doc, pages)
         for route in list(self._routes):
@@ -692,22 +684,6 @@ class Answerer:
             citations=citations,
             turn=turn,
         )
-
-
-def too_large(doc: Document, pages: PageRange, budget: Budget) -> DocumentTooLarge:
-    """The refusal of a prompt that does not fit: the binding limit with its numbers, what
-    to do, and a page range that fits (None for a single page)."""
-    fit = suggest_pages(pages, budget)
-    return DocumentTooLarge(
-        doc.path,
-        budget.prompt_tokens,
-        budget.prompt_limit,
-        budget.context_length,
-        pages.last - pages.first + 1,
-        limit=explain_limit(budget),
-        remedy=remedy(budget, doc.pages, pages),
-        suggested=None if fit is None else (fit.first, fit.last),
-    )
 
 
 def status_for(finish_reason: str) -> AnswerStatus:

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from desktop.cli.commands import add_command
+from desktop.cli.options import add_server_options, token_count
 from desktop.errors import (
     COMMON_EXIT_CODES,
     EXIT_DOCUMENT,
@@ -31,9 +33,9 @@ RESET = "\x1b[0m"
 
 def register(sub: Any) -> None:
     """Add the ``ask`` command."""
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "ask",
-        help="ask a question about a whole document",
         description="Ask a question about a whole document. The complete text (or the chosen "
         "page range) goes to the model in one prompt; nothing is truncated. The answer streams "
         "to stdout, the model's reasoning to stderr.",
@@ -71,9 +73,7 @@ def register(sub: Any) -> None:
         metavar="ID",
         help="continue thread ID (ask --json prints each answer's thread_id)",
     )
-    p.add_argument("--endpoint", metavar="URL", help="server URL (default: managed server)")
-    p.add_argument("--model", metavar="NAME", help="model name (default: the server's)")
-    p.add_argument("--api-key", metavar="KEY", help="API key for the server")
+    add_server_options(p)
     p.add_argument(
         "--max-tokens",
         type=token_count,
@@ -81,14 +81,6 @@ def register(sub: Any) -> None:
         help="the longest answer in tokens, reasoning included; also the answer reserve the "
         "budget keeps free in the context (default: answer_reserve, 16384; shrinks to 2048 "
         "with a warning when the document needs the room)",
-    )
-    p.add_argument(
-        "--context-length",
-        type=token_count,
-        metavar="N",
-        help="the server's context length in tokens, for servers that do not report it "
-        "(when both exist the smaller wins; default: LONGDOC_CONTEXT_LENGTH, context_length "
-        "in longdoc.toml)",
     )
     p.add_argument(
         "--check-tokens",
@@ -101,19 +93,6 @@ def register(sub: Any) -> None:
         help="print one JSON object at the end, with the checked citations",
     )
     p.set_defaults(func=cmd_ask)
-
-
-def token_count(text: str) -> int:
-    """An argparse type: a whole number of tokens from 1 to config.MAX_TOKENS."""
-    from desktop.config import MAX_TOKENS
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 1 <= value <= MAX_TOKENS:
-        raise argparse.ArgumentTypeError(f"{value:,} is not between 1 and {MAX_TOKENS:,}")
-    return value
 
 
 def report_token_check(local: int, remote: int | None) -> None:
@@ -173,8 +152,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from desktop.answering.format import ago, truncation_note
     from desktop.answering.pages import PageRange, describe, parse_range
     from desktop.answering.service import Answerer, Question, resolve_endpoint
-    from desktop.cli.common import managed_server, open_store, settings_from, warn
+    from desktop.cli.common import managed_server, open_store, warn
     from desktop.cli.ingest import json_path
+    from desktop.cli.options import settings_from
     from desktop.library import open_document
 
     settings = settings_from(args)

@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+from desktop.cli.commands import add_command
+from desktop.cli.options import add_setting_options
 from desktop.errors import COMMON_EXIT_CODES, EXIT_DOCTOR_PROBLEMS
 
 EXIT_CODES = (*COMMON_EXIT_CODES, EXIT_DOCTOR_PROBLEMS)
@@ -16,9 +18,9 @@ _MARK = {"ok": "ok     ", "warning": "warning", "problem": "PROBLEM"}
 
 def register(sub: Any) -> None:
     """Add the ``doctor`` command."""
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "doctor",
-        help="check this workstation: app, data, container runtime, GPUs, model, server",
         description="Check everything Longdoc needs on this workstation (Python and Qt, the "
         "data directory, the container runtime, GPU devices and permissions, the server "
         "image, the model folder, the port, the server and its context length) and say "
@@ -30,23 +32,18 @@ def register(sub: Any) -> None:
         action="store_true",
         help='print {"checks": [{"name", "status": "ok|warning|problem", "detail", "fix"}]}',
     )
-    p.add_argument("--profile", metavar="NAME", help="check this server profile")
-    p.add_argument("--endpoint", metavar="URL", help="check this server instead of the managed one")
-    p.add_argument("--api-key", metavar="KEY", help="the key for --endpoint")
+    # What the checks use: the profile, and a server to check instead of the managed one.
+    add_setting_options(p, "profile", "endpoint", "api_key")
     p.set_defaults(func=cmd_doctor)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     """Run every check; print a checklist or JSON."""
-    from desktop.config import data_dir, load_settings, with_overrides
+    from desktop.cli.options import settings_from
+    from desktop.config import data_dir
     from desktop.doctor import Context, has_problems, iter_checks
 
-    settings = with_overrides(
-        load_settings(),
-        profile=args.profile,
-        endpoint=args.endpoint,
-        api_key=args.api_key,
-    )
+    settings = settings_from(args)
     ctx = Context(
         data_dir=data_dir(),
         profile_name=settings.profile,

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from desktop.cli.commands import add_command
 from desktop.errors import COMMON_EXIT_CODES, UsageError
 
 # The window reports document and server problems itself; the process exits 0.
@@ -16,9 +17,9 @@ EXIT_CODES = COMMON_EXIT_CODES
 
 def register(sub: Any) -> None:
     """Add the ``gui`` command."""
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "gui",
-        help="open the desktop app (the default)",
         description="Open the Longdoc window, optionally with documents to add.",
     )
     p.add_argument("files", nargs="*", type=Path, metavar="FILE")

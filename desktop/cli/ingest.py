@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from desktop.cli.commands import add_command
 from desktop.errors import (
     COMMON_EXIT_CODES,
     EXIT_DOCUMENT,
@@ -27,9 +28,9 @@ EXIT_CODES = (*COMMON_EXIT_CODES, EXIT_DOCUMENT)
 
 def register(sub: Any) -> None:
     """Add the ``ingest`` command."""
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "ingest",
-        help="extract, count and store documents",
         description="Extract the text of documents (PDF, Word .docx, WebVTT/SRT transcripts, "
         "text, Markdown; folders are searched), count their exact Qwen3.5 tokens and store "
         "them for later questions. Anything that is not a regular file (a pipe, a device) "

@@ -1,8 +1,9 @@
 """The ``longdoc`` command: a thin layer over the core; one module per command group.
 
-Start-up imports only what the chosen command needs: this module knows each command's
-name, module and one-line help, and imports the module only when that command runs or
-its help is shown (openai, Qt and the tokenizer are imported by the code that uses them).
+Start-up imports only what the chosen command needs: the table in ``commands.py`` knows
+each command's name, module and one-line help, and this module imports a command's module
+only when that command runs or its help is shown (openai, Qt and the tokenizer are
+imported by the code that uses them).
 """
 
 from __future__ import annotations
@@ -14,46 +15,8 @@ import signal
 import sys
 from collections.abc import Sequence
 from types import FrameType
-from typing import NamedTuple
 
-
-class Command(NamedTuple):
-    """A ``longdoc`` command: its module defines ``register(subparsers)`` and ``EXIT_CODES``."""
-
-    name: str
-    module: str
-    help: str
-
-
-# One line per command. The module's register() adds the subparser named `name` with its
-# arguments; its EXIT_CODES (codes from desktop.errors) become the help's epilog.
-COMMANDS: tuple[Command, ...] = (
-    Command("ingest", "desktop.cli.ingest", "extract, count and store documents"),
-    Command("ask", "desktop.cli.ask", "ask a question about a whole document"),
-    Command(
-        "summarize", "desktop.cli.summarize", "summarize every document in folders into one report"
-    ),
-    Command(
-        "review", "desktop.cli.summarize", "ask the same questions of every document: a review grid"
-    ),
-    Command("warm", "desktop.cli.warm", "prefill documents in the server's cache before asking"),
-    Command("server", "desktop.cli.server", "start, stop and watch the local inference server"),
-    Command(
-        "doctor",
-        "desktop.cli.doctor",
-        "check this workstation: app, data, container runtime, GPUs, model, server",
-    ),
-    Command("search", "desktop.cli.search", "find words in every stored page and every answer"),
-    Command(
-        "remove", "desktop.cli.search", "forget documents: their pages, answers and index entries"
-    ),
-    Command(
-        "reset-db",
-        "desktop.cli.reset_db",
-        "move a damaged database aside (kept for recovery) and start a fresh one",
-    ),
-    Command("gui", "desktop.cli.gui", "open the desktop app (the default)"),
-)
+from desktop.cli.commands import COMMANDS
 
 DESCRIPTION = (
     "Ask questions about whole long documents with a local Qwen3.5 served by SGLang.\n"

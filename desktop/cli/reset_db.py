@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from desktop.cli.commands import add_command
 from desktop.errors import COMMON_EXIT_CODES, StorageError, display_path
 
 EXIT_CODES = COMMON_EXIT_CODES
@@ -13,9 +14,9 @@ EXIT_CODES = COMMON_EXIT_CODES
 
 def register(sub: Any) -> None:
     """Add the ``reset-db`` command."""
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "reset-db",
-        help="move a damaged database aside (kept for recovery) and start a fresh one",
         description="Check the database (longdoc.db in the data directory); if SQLite finds "
         "it damaged, rename it and its -wal/-shm files to longdoc.db.damaged-<time> (nothing "
         "is deleted: `sqlite3 FILE .recover` can save what is left) and create an empty one. "

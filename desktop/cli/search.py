@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from desktop.cli.commands import add_command
 from desktop.errors import (
     COMMON_EXIT_CODES,
     EXIT_NOT_IN_LIBRARY,
@@ -38,9 +39,9 @@ def _limit(text: str) -> int:
 
 def register(sub: Any) -> None:
     """Add the ``search`` and ``remove`` commands."""
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "search",
-        help="find words in every stored page and every answer",
         description="Search the text of every stored page and every complete answer "
         "(question and answer), best matches first (bm25). Words match whatever their case "
         'and accents; "a phrase" in double quotes, prefix* , AND / OR / NOT and '
@@ -71,9 +72,9 @@ def register(sub: Any) -> None:
     )
     p.set_defaults(func=cmd_search)
 
-    r = sub.add_parser(
+    r = add_command(
+        sub,
         "remove",
-        help="forget documents: their pages, answers and index entries",
         description="Remove documents from the library, as the app's Remove does: the "
         "document, its pages, every answer and thread about it, and their search index "
         "entries. The files themselves are not touched. A document is named by the path it "

@@ -8,6 +8,7 @@ import sys
 import threading
 from typing import Any
 
+from desktop.cli.options import add_server_options
 from desktop.errors import EXIT_DOCTOR_PROBLEMS
 
 # A check found problems (shared with `longdoc doctor`): here, a needle was missed.
@@ -24,16 +25,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "lengths past the server's context are skipped and said so",
     )
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
-    parser.add_argument("--endpoint", metavar="URL", help="test this server instead")
-    parser.add_argument("--api-key", metavar="KEY", help="the key for --endpoint")
-    parser.add_argument("--model", metavar="NAME", help="model name (default: the server's)")
+    add_server_options(parser)
 
 
 def cmd_selftest(args: argparse.Namespace) -> int:
     """Run the needle test against the configured (or given) server; store the results."""
     from desktop.answering.service import resolve_endpoint
     from desktop.cli.common import managed_server
-    from desktop.config import data_dir, load_settings, with_overrides
+    from desktop.cli.options import settings_from
+    from desktop.config import data_dir
     from desktop.errors import UsageError
     from desktop.selftest import parse_lengths, results_path, run_for_settings
 
@@ -41,13 +41,7 @@ def cmd_selftest(args: argparse.Namespace) -> int:
         lengths = parse_lengths(args.lengths)
     except ValueError as exc:
         raise UsageError(f"--lengths: {exc}.") from None
-    settings = with_overrides(
-        load_settings(),
-        endpoint=args.endpoint,
-        api_key=args.api_key,
-        model=args.model,
-        profile=getattr(args, "profile", None),
-    )
+    settings = settings_from(args)
 
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)

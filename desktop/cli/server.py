@@ -14,6 +14,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from desktop.cli.commands import add_command
+from desktop.cli.options import add_setting_options
 from desktop.config import data_dir, load_settings, with_overrides
 from desktop.errors import (
     COMMON_EXIT_CODES,
@@ -36,7 +38,6 @@ from server_manager.errors import (
     EXIT_RUNTIME_PERMISSION,
     EXIT_SERVER_FAILED,
 )
-from server_manager.profiles import available_profiles
 
 # Only the codes each subcommand can return (desktop.errors.EXIT_CODES words them).
 _START = (
@@ -203,16 +204,15 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add ``server`` and its subcommands to the ``longdoc`` parser."""
-    server = subparsers.add_parser(
+    server = add_command(
+        subparsers,
         "server",
-        help="start, stop and watch the local inference server",
         description="Start, stop and watch the local SGLang server (docker, podman or a "
         "host process), or use an external one, as the profile says.",
         epilog=exit_codes_help(EXIT_CODES),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = server.add_subparsers(dest="server_command", metavar="SUBCOMMAND", required=True)
-    profiles = ", ".join(available_profiles(None))
 
     def add(
         name: str,
@@ -228,12 +228,7 @@ def register(subparsers: Any) -> None:
             epilog=exit_codes_help(SUBCOMMAND_EXIT_CODES[name]),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        parser.add_argument(
-            "--profile",
-            metavar="NAME",
-            default=None,
-            help=f"server profile (bundled: {profiles}; or one of yours in <data dir>/profiles)",
-        )
+        add_setting_options(parser, "profile")
         if json_help is not None:
             parser.add_argument("--json", action="store_true", help=json_help)
         parser.set_defaults(func=func)

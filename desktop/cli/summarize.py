@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from desktop.cli.commands import add_command
+from desktop.cli.options import add_server_options
 from desktop.errors import (
     EXIT_BATCH_FAILED,
     EXIT_INTERRUPTED,
@@ -53,24 +55,16 @@ def _common(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print one JSON object per event on stdout (the report must then go to --out)",
     )
-    p.add_argument("--endpoint", metavar="URL", help="server URL (default: managed server)")
-    p.add_argument("--model", metavar="NAME", help="model name (default: the server's)")
-    p.add_argument("--api-key", metavar="KEY", help="API key for the server")
-    p.add_argument(
-        "--context-length",
-        type=int,
-        metavar="N",
-        help="the server's context length, for servers that do not report it",
-    )
+    add_server_options(p)
 
 
 def register(sub: Any) -> None:
     """Add the ``summarize`` and ``review`` commands."""
     from desktop.batch import STYLES
 
-    summarize = sub.add_parser(
+    summarize = add_command(
+        sub,
         "summarize",
-        help="summarize every document in folders into one report",
         description="Summarize each document (its whole text, one prompt each, several at once) "
         "and write a report. Finished answers are stored as they complete, so running it "
         "again resumes where it stopped. Folders are searched recursively; files that are "
@@ -88,9 +82,9 @@ def register(sub: Any) -> None:
     what.add_argument("--question", metavar="Q", help="ask this instead of a summary")
     summarize.set_defaults(func=cmd_summarize)
 
-    review = sub.add_parser(
+    review = add_command(
+        sub,
         "review",
-        help="ask the same questions of every document: a review grid",
         description="Ask every question of every document (each document whole, in one "
         "prompt) and write a grid: one row per document, one column per question, each "
         "cell the answer with its page citations and their check status. CSV is the grid "
@@ -129,7 +123,8 @@ def cmd_review(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, job: Any) -> int:
     from desktop.answering.service import Answerer, resolve_endpoint
     from desktop.batch import Batch, collect, default_concurrency, report_format
-    from desktop.cli.common import managed_server, open_store, settings_from
+    from desktop.cli.common import managed_server, open_store
+    from desktop.cli.options import settings_from
     from desktop.errors import EXIT_BATCH_FAILED, EXIT_INTERRUPTED, UsageError
     from desktop.reports import check_output, write_report
 

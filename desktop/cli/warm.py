@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from desktop.cli.commands import add_command
+from desktop.cli.options import add_server_options
 from desktop.errors import (
     COMMON_EXIT_CODES,
     EXIT_DOCUMENT,
@@ -24,9 +26,9 @@ EXIT_CODES = (*COMMON_EXIT_CODES, EXIT_DOCUMENT, EXIT_SERVER_UNAVAILABLE, EXIT_R
 
 def register(sub: Any) -> None:
     """Add the ``warm`` command."""
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "warm",
-        help="prefill documents in the server's cache before asking",
         description="Have the server read each document now (its cacheable prompt prefix: "
         "instructions, title and pages), so the first question about it does not wait for "
         "the whole prefill. Useful before a meeting or after a batch. Nothing is answered "
@@ -34,9 +36,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     p.add_argument("--pages", metavar="RANGE", help="only these pages, e.g. 1-120 or iv..xii")
-    p.add_argument("--endpoint", metavar="URL", help="server URL (default: managed server)")
-    p.add_argument("--model", metavar="NAME", help="model name (default: the server's)")
-    p.add_argument("--api-key", metavar="KEY", help="API key for the server")
+    add_server_options(p)
     p.add_argument("--json", action="store_true", help="one JSON object per document and line")
     p.set_defaults(func=cmd_warm)
 
@@ -45,8 +45,9 @@ def cmd_warm(args: argparse.Namespace) -> int:
     """Warm each document in turn; a document that fails is reported and the others go on."""
     from desktop.answering.pages import PageRangeError, parse_range
     from desktop.answering.service import Answerer, resolve_endpoint
-    from desktop.cli.common import managed_server, open_store, settings_from
+    from desktop.cli.common import managed_server, open_store
     from desktop.cli.ingest import json_path
+    from desktop.cli.options import settings_from
     from desktop.library import expand_paths, open_document
 
     settings = settings_from(args)

@@ -16,14 +16,18 @@ than ~4,000 characters continues on pages labelled by their first paragraph
 
 from __future__ import annotations
 
+import email
+import email.policy
 import io
 import re
 import zipfile
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from xml.etree import ElementTree as ET
 
+from desktop.documents.html_text import html_paragraphs
 from desktop.documents.model import Document, OutlineEntry, Page
 from desktop.errors import DocumentEmpty, DocumentEncrypted, DocumentUnreadable
 
@@ -61,6 +65,86 @@ _P, _TBL, _TR, _TC, _SDT, _SDT_CONTENT = (
 )
 _T, _TAB, _BR, _CR, _NB_HYPHEN = (f"{_W}{n}" for n in ("t", "tab", "br", "cr", "noBreakHyphen"))
 _TXBX = f"{_W}txbxContent"
+_ALT_CHUNK = f"{_W}altChunk"
+_R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+_SYM, _FLD_CHAR, _FF_DATA = f"{_W}sym", f"{_W}fldChar", f"{_W}ffData"
+_W14 = "{http://schemas.microsoft.com/office/word/2010/wordml}"
+CHECKED, UNCHECKED = "☒", "☐"
+# Symbol fonts put their glyphs at U+F020-U+F0FF (or at the byte value); the ones that
+# carry meaning in contracts and forms, as Unicode. Other symbols keep their code.
+_SYMBOLS = {
+    "wingdings": {
+        0x6C: "●",
+        0x6E: "■",
+        0x6F: "□",
+        0x71: "❑",
+        0x72: "❒",
+        0x74: "◆",
+        0x75: "◆",
+        0x76: "❖",
+        0x77: "◆",
+        0x9F: "•",
+        0xA1: "○",
+        0xA7: "▪",
+        0xA8: "☐",
+        0xD8: "➢",
+        0xE0: "→",
+        0xE8: "➔",
+        0xEF: "⇦",
+        0xF0: "⇨",
+        0xFB: "☒",
+        0xFC: "✓",
+        0xFD: "☒",
+        0xFE: "☑",
+        0x4A: "☺",
+        0x4C: "☹",
+        0x46: "☞",
+        0x3F: "✌",
+        0x22: "✂",
+        0x28: "☎",
+    },
+    "wingdings 2": {0x50: "✓", 0x4F: "✗", 0x53: "☒", 0x54: "☒", 0x52: "☑", 0xA3: "☐", 0x2A: "☐"},
+    "symbol": {
+        **{0x41 + i: c for i, c in enumerate("ΑΒΧΔΕΦΓΗΙϑΚΛΜΝΟΠΘΡΣΤΥςΩΞΨΖ")},
+        **{0x61 + i: c for i, c in enumerate("αβχδεφγηιϕκλμνοπθρστυϖωξψζ")},
+        0xA3: "≤",
+        0xA5: "∞",
+        0xAB: "↔",
+        0xAC: "←",
+        0xAD: "↑",
+        0xAE: "→",
+        0xAF: "↓",
+        0xB0: "°",
+        0xB1: "±",
+        0xB2: "″",
+        0xB3: "≥",
+        0xB4: "×",
+        0xB5: "∝",
+        0xB6: "∂",
+        0xB7: "•",
+        0xB8: "÷",
+        0xB9: "≠",
+        0xBA: "≡",
+        0xBB: "≈",
+        0xC6: "∅",
+        0xC7: "∩",
+        0xC8: "∪",
+        0xCE: "∈",
+        0xD1: "∇",
+        0xD5: "∏",
+        0xD6: "√",
+        0xD7: "⋅",
+        0xDB: "⇔",
+        0xDE: "⇒",
+        0xE5: "∑",
+        0xF2: "∫",
+        0xA2: "′",
+        0xA7: "♣",
+        0xA8: "♦",
+        0xA9: "♥",
+        0xAA: "♠",
+    },
+}
 _VAL = f"{_W}val"
 # Parts of a paragraph that are not its visible text: properties, deleted text (tracked
 # changes), field instructions, and the second copy of a drawing (mc:Fallback).
@@ -123,19 +207,35 @@ class _Level:
 
 
 @dataclass
+class _Num:
+    """A w:num: its abstract definition and its own overrides per level."""
+
+    abstract: str
+    levels: dict[int, _Level] = field(default_factory=dict)
+    starts: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass
 class _Numbering:
     """numbering.xml: list definitions and running counters."""
 
     abstract: dict[str, dict[int, _Level]] = field(default_factory=dict)
-    nums: dict[str, tuple[str, bool]] = field(default_factory=dict)  # numId -> (abstract, restart)
+    nums: dict[str, _Num] = field(default_factory=dict)
     counters: dict[str, list[int | None]] = field(default_factory=dict)
 
     def label(self, num_id: str, ilvl: int) -> tuple[str, bool] | None:
         """The next label of a list item ("3.", "a)", "4.2") and whether it is a bullet."""
         if num_id not in self.nums:
             return None
-        abstract_id, restart = self.nums[num_id]
-        levels = self.abstract.get(abstract_id, {})
+        num = self.nums[num_id]
+        abstract_id = num.abstract
+        restart = bool(num.starts)
+        # A list's own level definitions (w:lvlOverride/w:lvl) and first numbers
+        # (w:startOverride) win over its abstract definition's, as in Word.
+        levels = {**self.abstract.get(abstract_id, {}), **num.levels}
+        for k, start in num.starts.items():
+            if k in levels:
+                levels[k] = _Level(levels[k].fmt, levels[k].text, start)
         level = levels.get(ilvl)
         if level is None:
             return None
@@ -197,8 +297,9 @@ def extract_docx(path: Path, data: bytes) -> Document:
             reader = _Reader(path, archive)
             blocks = reader.blocks()
             properties = reader.properties()
-    except (zipfile.BadZipFile, EOFError, ValueError, KeyError) as exc:
-        raise DocumentUnreadable(path, f"the Word document is damaged ({exc})") from exc
+    except (zipfile.BadZipFile, EOFError, ValueError, KeyError, zlib.error, OSError) as exc:
+        # zlib.error: a part whose compressed data is corrupt (only found when it is read).
+        raise DocumentUnreadable(path, f"the Word document is damaged ({_one_line(exc)})") from exc
     except NotImplementedError as exc:  # an unsupported zip compression method
         raise DocumentUnreadable(path, f"the Word document cannot be unpacked ({exc})") from exc
 
@@ -256,10 +357,12 @@ class _Reader:
         self.names = set(archive.namelist())
         self.main = self._main_part()
         self.rels = self._relationships(self.main)
+        self.rel_ids = self._relationship_ids(self.main)
         self.styles = self._styles()
         self.numbering = self._numbering()
         self.warnings: list[str] = []
         self.title = ""
+        self._types: dict[str, str] | None = None
 
     # --- parts ------------------------------------------------------------------
 
@@ -292,6 +395,29 @@ class _Reader:
         if "word/document.xml" in self.names:
             return "word/document.xml"
         raise ValueError("no word/document.xml: this is not a Word document")
+
+    def _parts_of(self, kinds: tuple[str, ...]) -> list[str]:
+        """Every part of the main part's relationships of these types, in their order."""
+        return [
+            target
+            for kind, target in self.rel_ids.values()
+            if kind in kinds and target in self.names
+        ]
+
+    def _relationship_ids(self, part: str) -> dict[str, tuple[str, str]]:
+        """Relationship id -> (type suffix, part name), for the parts next to ``part``."""
+        folder = PurePosixPath(part).parent
+        rels = self._xml(str(folder / "_rels" / f"{PurePosixPath(part).name}.rels"))
+        found: dict[str, tuple[str, str]] = {}
+        if rels is None:
+            return found
+        for rel in rels.iter(f"{_REL}Relationship"):
+            target = rel.get("Target", "")
+            if rel.get("TargetMode") == "External" or not target:
+                continue
+            name = target.lstrip("/") if target.startswith("/") else str(folder / target)
+            found[rel.get("Id", "")] = (rel.get("Type", "").rsplit("/", 1)[-1], name)
+        return found
 
     def _relationships(self, part: str) -> dict[str, str]:
         """Relationship type suffix -> part name, for the parts next to ``part``."""
@@ -340,18 +466,22 @@ class _Reader:
             levels: dict[int, _Level] = {}
             for lvl in el.iter(f"{_W}lvl"):
                 ilvl = _int(lvl.get(f"{_W}ilvl"))
-                if ilvl is None:
-                    continue
-                levels[ilvl] = _Level(
-                    fmt=_val(lvl.find(f"{_W}numFmt")) or "decimal",
-                    text=_val(lvl.find(f"{_W}lvlText")) or "",
-                    start=_int(_val(lvl.find(f"{_W}start"))) or 1,
-                )
+                if ilvl is not None:
+                    levels[ilvl] = _level(lvl)
             numbering.abstract[el.get(f"{_W}abstractNumId", "")] = levels
         for el in root.iter(f"{_W}num"):
-            abstract = _val(el.find(f"{_W}abstractNumId")) or ""
-            restart = el.find(f"{_W}lvlOverride/{_W}startOverride") is not None
-            numbering.nums[el.get(f"{_W}numId", "")] = (abstract, restart)
+            num = _Num(_val(el.find(f"{_W}abstractNumId")) or "")
+            for override in el.iter(f"{_W}lvlOverride"):
+                ilvl = _int(override.get(f"{_W}ilvl"))
+                if ilvl is None:
+                    continue
+                own = override.find(f"{_W}lvl")
+                if own is not None:
+                    num.levels[ilvl] = _level(own)
+                start = _int(_val(override.find(f"{_W}startOverride")))
+                if start is not None:
+                    num.starts[ilvl] = start
+            numbering.nums[el.get(f"{_W}numId", "")] = num
         return numbering
 
     def properties(self) -> dict[str, str]:
@@ -381,6 +511,14 @@ class _Reader:
             raise ValueError(f"{self.main} has no body")
         builder = _Builder()
         self._walk(body, builder)
+        if not builder.blocks:
+            # A document whose text is all in its headers and footers (letterheads, forms
+            # laid out in a header) would otherwise be refused as empty: read them then.
+            for part in self._parts_of(("header", "footer")):
+                root_part = self._xml(part)
+                if root_part is not None:
+                    self._walk(root_part, builder)
+            _drop_repeats(builder)
         notes = self._notes("footnotes", "footnote", "") + self._notes("endnotes", "endnote", "e")
         if notes:
             # Footnotes and endnotes close the document as their own section, each behind
@@ -416,6 +554,58 @@ class _Reader:
                     builder.add("Table:\n" + "\n".join(rows))
             elif child.tag in (_SDT, _SDT_CONTENT) or child.tag == f"{_W}customXml":
                 self._walk(child if child.tag != _SDT else _content(child), builder)
+            elif child.tag == _ALT_CHUNK:
+                self._alt_chunk(child, builder)
+
+    def _alt_chunk(self, chunk: ET.Element, builder: _Builder) -> None:
+        """An imported part (w:altChunk) read in its place: HTML and plain text; other
+        formats (RTF, another .docx) are named in a warning."""
+        kind_target = self.rel_ids.get(chunk.get(f"{_R}id", ""))
+        if kind_target is None or kind_target[1] not in self.names:
+            return
+        name = kind_target[1]
+        if self.archive.getinfo(name).file_size > MAX_PART_BYTES:
+            raise ValueError(f"{name} is larger than {MAX_PART_BYTES >> 20} MB")
+        data = self.archive.read(name)
+        kind = self._content_type(name)
+        if "html" in kind or name.lower().endswith((".htm", ".html", ".xhtml")):
+            paragraphs = html_paragraphs(_decode_part(data))
+        elif kind.startswith("message/rfc822") or name.lower().endswith((".mht", ".mhtml")):
+            paragraphs = html_paragraphs(_mht_html(data))
+        elif kind.startswith("text/plain") or name.lower().endswith(".txt"):
+            lines = _decode_part(data).splitlines()
+            paragraphs = [(None, " ".join(line.split())) for line in lines]
+        else:
+            what = PurePosixPath(name).suffix.lstrip(".").upper() or kind or "unknown"
+            self.warnings.append(
+                f"an imported part in {what} format ({name}) is not read; "
+                "save the document in Word to include it"
+            )
+            return
+        for heading, text in paragraphs:
+            if not text:
+                continue
+            if heading is not None:
+                builder.heading(heading, text)
+            else:
+                builder.add(text)
+
+    def _content_type(self, name: str) -> str:
+        """The part's content type from [Content_Types].xml (lower case), or ''."""
+        if self._types is None:
+            self._types = {}
+            root = self._xml("[Content_Types].xml")
+            if root is not None:
+                for el in root:
+                    tag = el.tag.rsplit("}", 1)[-1]
+                    if tag == "Override":
+                        self._types[el.get("PartName", "").lstrip("/")] = el.get("ContentType", "")
+                    elif tag == "Default":
+                        self._types["." + el.get("Extension", "").lower()] = el.get(
+                            "ContentType", ""
+                        )
+        found = self._types.get(name) or self._types.get(PurePosixPath(name).suffix.lower(), "")
+        return found.lower()
 
     def _paragraph(self, p: ET.Element, builder: _Builder) -> None:
         boxes: list[ET.Element] = []
@@ -516,6 +706,15 @@ class _Reader:
         return self.numbering.label(num_id, min(ilvl or 0, 8))
 
 
+def _level(lvl: ET.Element) -> _Level:
+    """A w:lvl's number format, label template and first number."""
+    return _Level(
+        fmt=_val(lvl.find(f"{_W}numFmt")) or "decimal",
+        text=_val(lvl.find(f"{_W}lvlText")) or "",
+        start=_int(_val(lvl.find(f"{_W}start"))) or 1,
+    )
+
+
 class _Builder:
     """Numbers sections and paragraphs as the blocks arrive."""
 
@@ -566,6 +765,55 @@ class _Builder:
         self.paragraph += 1
         anchor = f"{self.section} ¶ {self.paragraph}" if self.section else f"¶ {self.paragraph}"
         self.blocks.append(_Block(anchor, f"[{anchor}] {text}", self.section))
+
+
+def _drop_repeats(builder: _Builder) -> None:
+    """Blocks whose text repeats an earlier one (the same footer on first and other pages)."""
+    seen: set[str] = set()
+    kept = []
+    for block in builder.blocks:
+        body = block.text.split("] ", 1)[-1]
+        if body in seen:
+            continue
+        seen.add(body)
+        kept.append(block)
+    builder.blocks[:] = kept
+
+
+def _decode_part(data: bytes) -> str:
+    """An imported text or HTML part's bytes as text (BOM, declared charset, else UTF-8)."""
+    for bom, codec in (
+        (b"\xef\xbb\xbf", "utf-8-sig"),
+        (b"\xff\xfe", "utf-16"),
+        (b"\xfe\xff", "utf-16"),
+    ):
+        if data.startswith(bom):
+            return data.decode(codec, errors="replace")
+    declared = re.search(rb"charset=[\"']?([A-Za-z0-9_\-]+)", data[:2048])
+    if declared:
+        try:
+            return data.decode(declared.group(1).decode("ascii"), errors="replace")
+        except LookupError:
+            pass
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("cp1252", errors="replace")
+
+
+def _mht_html(data: bytes) -> str:
+    """The HTML of a MIME HTML (.mht) part, as Word writes altChunks of pasted pages."""
+    message = email.message_from_bytes(data, policy=email.policy.default)
+    for part in message.walk():
+        if part.get_content_type() == "text/html":
+            payload = part.get_payload(decode=True)
+            if isinstance(payload, bytes):
+                charset = part.get_content_charset() or "utf-8"
+                try:
+                    return payload.decode(charset, errors="replace")
+                except LookupError:
+                    return payload.decode("utf-8", errors="replace")
+    return ""
 
 
 def _pages(blocks: list[_Block]) -> list[Page]:
@@ -620,6 +868,13 @@ def _text(el: ET.Element, boxes: list[ET.Element]) -> str:
                 parts.append(f"[^{_NOTE_REFERENCES[tag]}{child.get(f'{_W}id', '')}]")
             elif tag == _TXBX:
                 boxes.append(child)
+            elif tag == _SYM:
+                parts.append(_symbol(child.get(f"{_W}font", ""), child.get(f"{_W}char", "")))
+            elif tag == _FLD_CHAR:
+                parts.append(_form_field(child.find(_FF_DATA)))
+            elif tag == _SDT and _checkbox_state(child) is not None:
+                # A check box content control: its state, whatever glyph its content draws.
+                parts.append(CHECKED if _checkbox_state(child) else UNCHECKED)
             elif tag == _P:  # a paragraph nested in a content control inside this one
                 parts.append(" ")
                 walk(child)
@@ -628,6 +883,54 @@ def _text(el: ET.Element, boxes: list[ET.Element]) -> str:
 
     walk(el)
     return _CONTROL.sub("", "".join(parts))
+
+
+def _symbol(font: str, code: str) -> str:
+    """The character a w:sym shows: its symbol font's glyph as Unicode, else its code."""
+    try:
+        value = int(code, 16)
+    except ValueError:
+        return ""
+    byte = value - 0xF000 if 0xF000 <= value <= 0xF0FF else value
+    mapped = _SYMBOLS.get(font.strip().lower(), {}).get(byte)
+    if mapped:
+        return mapped
+    if 0x20 <= byte <= 0xFF and font.strip().lower() not in _SYMBOLS:
+        return chr(byte)  # a text font's character given by code
+    return chr(value) if 0x20 <= value < 0xD800 or 0xE000 <= value <= 0xFFFD else ""
+
+
+def _form_field(data: ET.Element | None) -> str:
+    """A legacy form field's state shown where its field begins: FORMCHECKBOX's box,
+    FORMDROPDOWN's chosen entry (FORMTEXT's value is its result text, read as text)."""
+    if data is None:
+        return ""
+    box = data.find(f"{_W}checkBox")
+    if box is not None:
+        checked = box.find(f"{_W}checked")
+        if checked is not None:
+            on = checked.get(_VAL, "1") not in ("0", "false", "off")
+        else:
+            on = _val(box.find(f"{_W}default")) in ("1", "true", "on")
+        return f"{CHECKED if on else UNCHECKED} "
+    choices = data.find(f"{_W}ddList")
+    if choices is not None:
+        entries = [_val(e) or "" for e in choices.findall(f"{_W}listEntry")]
+        chosen = _int(_val(choices.find(f"{_W}result")))
+        if chosen is None:
+            chosen = _int(_val(choices.find(f"{_W}default"))) or 0
+        return entries[chosen] if 0 <= chosen < len(entries) else ""
+    return ""
+
+
+def _checkbox_state(sdt: ET.Element) -> bool | None:
+    """A content control's check box state (w14:checkbox), None when it is not one."""
+    props = sdt.find(f"{_W}sdtPr")
+    box = props.find(f"{_W14}checkbox") if props is not None else None
+    if box is None:
+        return None
+    checked = box.find(f"{_W14}checked")
+    return checked is not None and checked.get(f"{_W14}val", "1") in ("1", "true")
 
 
 def _content(sdt: ET.Element) -> ET.Element:
@@ -645,6 +948,11 @@ def _children(parent: ET.Element, tag: str) -> list[ET.Element]:
         elif child.tag == _SDT:
             found.extend(_children(_content(child), tag))
     return found
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception's message on one line (zlib's name the stream, not the file)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def _val(el: ET.Element | None) -> str | None:

@@ -18,7 +18,8 @@ from desktop.errors import DocumentEmpty, DocumentUnreadable, UsageError
 # 2: .vtt/.srt are transcripts and .docx Word documents (before: text, or refused).
 # 3: PDF titles, metadata, labels and bookmarks without control characters; per-page
 #    prompt token counts.
-EXTRACTOR_VERSION = 3
+# 4: PDF form values and annotations in the page text, unloadable pages kept.
+EXTRACTOR_VERSION = 4
 
 PDF_SUFFIX = ".pdf"
 

@@ -18,6 +18,7 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from desktop.documents.model import Document, OutlineEntry, Page
+from desktop.documents.pdf_forms import insert, locate, page_items, page_text, read_signatures
 from desktop.errors import DocumentEmpty, DocumentEncrypted, DocumentUnreadable
 
 # PDFium is not thread-safe: every call into it, including closing handles, happens
@@ -42,6 +43,12 @@ _TRAILING_SPACE = re.compile(r"[ \t\u00a0]+$", re.MULTILINE)
 # How PDFium wants the file name: UTF-8; POSIX names that are not UTF-8 pass through
 # as their original bytes (pypdfium2 does the same).
 _PATH_ERRORS = "strict" if sys.platform.startswith("win32") else "surrogateescape"
+
+# A page PDFium cannot load keeps its place with this text, so the model is told the page
+# exists and was not read (as a text-only server's scanned pages are named unread).
+UNREAD_PAGE = "(this page could not be read: it is damaged in the PDF)"
+# The metadata key listing those pages ("3, 7"): what ask --json reports as unread.
+UNREAD_KEY = "Unread pages"
 
 _OPEN_ERRORS = {
     pdfium_c.FPDF_ERR_FILE: "the file cannot be opened or read",
@@ -83,10 +90,18 @@ def extract_pdf(path: Path) -> Document:
         pdf = _open(path)
         try:
             n_pages = len(pdf)
-            pages = [
-                Page(number=i + 1, label=_page_label(pdf, i) or str(i + 1), text=_page_text(pdf, i))
-                for i in range(n_pages)
-            ]
+            # The form environment, only for documents with an AcroForm: its values are
+            # read into the pages' text (see pdf_forms).
+            pdf.init_forms()
+            form = pdf.formenv.raw if pdf.formenv else None
+            pages: list[Page] = []
+            unread: list[int] = []
+            for i in range(n_pages):
+                text = _page_text(pdf, i, form)
+                if text is None:
+                    unread.append(i + 1)
+                    text = UNREAD_PAGE
+                pages.append(Page(number=i + 1, label=_page_label(pdf, i) or str(i + 1), text=text))
             outline = _outline(pdf, n_pages)
             metadata = _metadata(pdf)
         except pdfium.PdfiumError as exc:
@@ -94,8 +109,13 @@ def extract_pdf(path: Path) -> Document:
         finally:
             pdf.close()
 
+    if len(unread) == n_pages:
+        raise DocumentUnreadable(path, "the PDF is damaged: none of its pages can be read")
     empty = [p.number for p in pages if not p.text]
     warnings = []
+    if unread:
+        warnings.append(unread_warning(unread, n_pages))
+        metadata[UNREAD_KEY] = ", ".join(str(n) for n in unread)
     if len(empty) == n_pages:
         # Kept (the viewer can still show the scan) but unanswerable: asking refuses it
         # with this reason (see ingest.require_text).
@@ -135,18 +155,33 @@ def _open(path: Path) -> pdfium.PdfDocument:
     return pdfium.PdfDocument(handle)
 
 
-def _page_text(pdf: pdfium.PdfDocument, index: int) -> str:
-    """The cleaned text of page ``index``, in PDFium's reading order."""
-    page = pdf[index]
+def _page_text(pdf: pdfium.PdfDocument, index: int, form: object | None) -> str | None:
+    """The cleaned text of page ``index`` in PDFium's reading order, with its form values
+    and comments in place; None when PDFium cannot load the page."""
+    # The raw API rather than pdf[index], which also loads the form environment's view of
+    # the page (FORM_OnAfterLoadPage): the field getters do without it (see pdf_forms),
+    # and it costs a fifth of a form page's extraction.
+    page = pdfium_c.FPDF_LoadPage(pdf.raw, index)
+    if not page:
+        return None
     try:
-        textpage = page.get_textpage()
+        textpage = pdfium_c.FPDFText_LoadPage(page)
+        if not textpage:
+            return None
         try:
-            # get_text_bounded keeps sub/superscripts next to their base ("T2", not "T\n2").
-            return clean_text(textpage.get_text_bounded())
+            text = page_text(page, textpage)
+            items = page_items(page, form)
+            if not items:
+                return clean_text(text)
+            places = locate(text, textpage, items)
         finally:
-            textpage.close()
+            pdfium_c.FPDFText_ClosePage(textpage)
     finally:
-        page.close()
+        pdfium_c.FPDF_ClosePage(page)
+    # Signatures are read by flattening the page in memory, which must happen while the
+    # page is closed.
+    items = read_signatures(pdf.raw, index, items)
+    return clean_text(insert(text, items, places))
 
 
 def _page_label(pdf: pdfium.PdfDocument, index: int) -> str | None:
@@ -212,6 +247,27 @@ def _title(
             if line.strip():
                 return " ".join(line.split())[:TITLE_MAX].rstrip()
     return clean_field(path.stem) or path.name
+
+
+def unread_warning(unread: list[int], n_pages: int) -> str:
+    """ "page 3 could not be read" with how many of how many, for the ingest warning."""
+    if len(unread) == 1:
+        named = f"page {unread[0]} could not be read"
+    else:
+        shown = unread if len(unread) <= _WARN_LIST_MAX else unread[:_WARN_LIST_MAX]
+        named = "pages " + ", ".join(str(n) for n in shown[:-1]) + f" and {shown[-1]}"
+        if len(unread) > _WARN_LIST_MAX:
+            named = "pages " + _number_list(unread)
+        named += " could not be read"
+    return (
+        f"{named} (damaged; {len(unread)} of {n_pages} pages); the other pages were read, "
+        "and questions are told these pages are missing"
+    )
+
+
+def unread_pages(metadata: dict[str, str]) -> list[int]:
+    """The pages a PDF reader could not load, as stored in the document's metadata."""
+    return [int(n) for n in metadata.get(UNREAD_KEY, "").split(",") if n.strip().isdigit()]
 
 
 def _no_text_warning(empty: list[int], n_pages: int) -> str:

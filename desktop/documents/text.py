@@ -41,14 +41,31 @@ class Decoded:
     warning: str | None = None
 
 
-def decode_bytes(path: Path, data: bytes) -> Decoded:
-    """UTF-8 (with or without BOM), UTF-16 with BOM, else cp1252/latin-1 with a warning."""
+def decode_bytes(path: Path, data: bytes, *, nul_is_text: bool = False) -> Decoded:
+    """UTF-8 (with or without BOM), UTF-32 or UTF-16 with BOM, else cp1252/latin-1 with a
+    warning.
+
+    A NUL byte otherwise means a binary file; with ``nul_is_text`` (captions, which
+    browsers read with NULs replaced) each becomes U+FFFD.
+    """
+    # UTF-32 first: the UTF-32LE BOM starts with the UTF-16LE one.
+    for bom, encoding in ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32")):
+        if data.startswith(bom):
+            try:
+                return Decoded(data.decode(encoding).lstrip("\ufeff"), encoding)
+            except UnicodeDecodeError as exc:
+                raise DocumentUnreadable(path, "the file starts like UTF-32 but is not") from exc
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         # Checked before the NUL test: UTF-16 text is full of NUL bytes.
         try:
             return Decoded(data.decode("utf-16"), "utf-16")
         except UnicodeDecodeError as exc:
             raise DocumentUnreadable(path, "the file starts like UTF-16 but is not") from exc
+    if b"\x00" in data and nul_is_text:
+        decoded = decode_bytes(path, data.replace(b"\x00", b""), nul_is_text=False)
+        # Decoded without the NULs (so UTF-8 is still recognised), then each put back as
+        # U+FFFD where it was: NUL is a single byte in UTF-8, cp1252 and latin-1 alike.
+        return Decoded(_with_replacement(data, decoded), decoded.encoding, decoded.warning)
     if b"\x00" in data:
         raise DocumentUnreadable(
             path,
@@ -67,6 +84,12 @@ def decode_bytes(path: Path, data: bytes) -> Decoded:
         warning = f"not valid UTF-8; read as {encoding}, so some characters may be wrong"
         return Decoded(text, encoding, warning)
     raise AssertionError("latin-1 decodes any bytes")  # pragma: no cover
+
+
+def _with_replacement(data: bytes, decoded: Decoded) -> str:
+    """``data`` decoded as ``decoded`` was, with U+FFFD for each NUL byte."""
+    codec = "utf-8-sig" if decoded.encoding == "utf-8" else decoded.encoding
+    return "\ufffd".join(part.decode(codec) for part in data.split(b"\x00"))
 
 
 def extract_text(path: Path, data: bytes) -> Document:

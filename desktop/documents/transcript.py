@@ -145,7 +145,7 @@ def parse_lines(text: str) -> list[TranscriptLine]:
 
 def extract_transcript(path: Path, data: bytes) -> Document:
     """A WebVTT or SRT file's bytes as a Document (``sha256`` and ``tokens`` left unset)."""
-    decoded = decode_bytes(path, data)
+    decoded = decode_bytes(path, data, nul_is_text=True)
     text = decoded.text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     warnings = [decoded.warning] if decoded.warning else []
     vtt = text.lstrip().startswith("WEBVTT")
@@ -210,6 +210,25 @@ def _blocks(text: str) -> list[tuple[int, list[str]]]:
     return blocks
 
 
+def _cues(lines: list[str]) -> list[tuple[int, list[str]]]:
+    """A block's lines cut into cues: a line containing ``-->`` starts a new cue.
+
+    As in the WebVTT parsing rules, a timing line ends the cue before it even without a
+    blank line (auto-generated captions often leave it out); a number right before it is
+    the new cue's SRT counter or identifier, not the old cue's text. Returns each cue's
+    offset in ``lines`` and its lines, starting with its timing line.
+    """
+    cues: list[tuple[int, list[str]]] = []
+    for i, line in enumerate(lines):
+        if "-->" in line:
+            if cues and cues[-1][1][-1].strip().isdigit():
+                cues[-1][1].pop()
+            cues.append((i, [line]))
+        elif cues:
+            cues[-1][1].append(line)
+    return cues
+
+
 def _parse(text: str) -> tuple[list[Utterance], int, list[int], str]:
     """Utterances in file order, cues read, first lines of skipped cues, the VTT title."""
     cues = 0
@@ -220,8 +239,13 @@ def _parse(text: str) -> tuple[list[Utterance], int, list[int], str]:
         head = lines[0].strip()
         if index == 0 and head.startswith("WEBVTT"):
             title = head[len("WEBVTT") :].strip(" \t-–—:")
-            continue
-        if head.split(" ", 1)[0] in _NON_CUE_BLOCKS:
+            # The header ends at the blank line, or at a timing line right below it.
+            timing = next((i for i, line in enumerate(lines) if "-->" in line), None)
+            if timing is None:
+                continue
+            line_no, lines = line_no + timing, lines[timing:]
+            head = lines[0].strip()
+        if head.split(" ", 1)[0] in _NON_CUE_BLOCKS and "-->" not in head:
             continue
         timing_at = next((i for i, line in enumerate(lines[:3]) if "-->" in line), None)
         if timing_at is None:
@@ -229,14 +253,14 @@ def _parse(text: str) -> tuple[list[Utterance], int, list[int], str]:
                 continue  # an SRT counter whose cue text is missing
             skipped.append(line_no)
             continue
-        match = _TIMING.match(lines[timing_at])
-        start = _seconds(match.groups()[:4]) if match else None
-        if start is None:
-            skipped.append(line_no + timing_at)
-            continue
-        said = _utterances(start, lines[timing_at + 1 :])
-        cues += bool(said)
-        utterances.extend(said)
+        for offset, cue in _cues(lines[timing_at:]):
+            match = _TIMING.match(cue[0])
+            start = _seconds(match.groups()[:4]) if match else None
+            if start is None:
+                skipped.append(line_no + timing_at + offset)
+                continue
+            cues += 1
+            utterances.extend(_utterances(start, cue[1:]))
     return utterances, cues, skipped, title
 
 

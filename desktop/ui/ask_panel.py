@@ -820,6 +820,15 @@ class AskPanel(QWidget):
         asked = self._question.thread if self._question is not None else None
         self._show_thread(conversation.with_turn(asked, thread_id, answer))
 
+    def open_answer(self, answer: StoredAnswer) -> None:
+        """Show a stored answer about the open document and continue its thread (a search
+        hit), as picking it from the history does."""
+        if self.busy or self.document is None or answer.document_sha != self.document.sha256:
+            return
+        self.answer_view.show_answer(answer, len(self.document.pages))
+        self.check_quotes(answer)
+        self._open_thread_at(answer)
+
     def _open_thread_at(self, answer: StoredAnswer) -> None:
         """An answer picked from the history: its thread up to it, so the next question
         follows up on what is shown (after later turns, the core starts a branch)."""

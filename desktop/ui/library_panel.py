@@ -44,6 +44,7 @@ from desktop.errors import DocumentError, plural
 from desktop.library import expand_paths, open_document
 from desktop.store.db import DocumentSummary, Store
 from desktop.ui import messages, tasks
+from desktop.ui.search_results import SearchResults
 from desktop.ui.session import unanswerable_reason
 
 log = logging.getLogger("longdoc.ui.library")
@@ -362,9 +363,13 @@ class LibraryPanel(QWidget):
         )
 
         self.filter_edit = QLineEdit()
-        self.filter_edit.setPlaceholderText("Filter documents")
+        self.filter_edit.setPlaceholderText("Search titles, pages and answers")
         self.filter_edit.setClearButtonEnabled(True)
         self.filter_edit.textChanged.connect(self._on_filter_edit_text_changed)
+        # Pages and answers that say it, under the titles (desktop/ui/search_results.py).
+        self.search_results = SearchResults(store)
+        self.filter_edit.textChanged.connect(self.search_results.set_query)
+        self.filter_edit.returnPressed.connect(self.search_results.run_now)
 
         # A table view, not a tree: QTreeView lays out every row on each reset or insert
         # (asking the model about each one: ~50 ms of Python calls at 10,000 documents);
@@ -420,6 +425,7 @@ class LibraryPanel(QWidget):
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(self.filter_edit)
         layout.addWidget(self.view, 1)
+        layout.addWidget(self.search_results, 2)
         layout.addWidget(self.empty_label, 1)
         layout.addWidget(self.progress_label)
         layout.addLayout(buttons)

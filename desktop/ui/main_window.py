@@ -39,6 +39,8 @@ from desktop.documents import SUPPORTED_SUFFIXES
 from desktop.documents.model import Document
 from desktop.errors import ConfigError
 from desktop.library import open_document
+from desktop.search import Hit
+from desktop.store.db import StoredAnswer
 from desktop.ui import messages, tasks
 from desktop.ui.ask_panel import AskPanel
 from desktop.ui.batch_window import BatchWindow
@@ -47,6 +49,7 @@ from desktop.ui.document_view import DocumentView
 from desktop.ui.first_run import FirstRunView
 from desktop.ui.help import ABOUT, ShortcutsDialog
 from desktop.ui.library_panel import LibraryPanel
+from desktop.ui.search_results import first_match
 from desktop.ui.server_panel import ServerIndicator, ServerMonitor, ServerPanel
 from desktop.ui.session import Session
 from desktop.ui.settings_dialog import SettingsDialog
@@ -164,6 +167,7 @@ class MainWindow(QMainWindow):
         self.library.add_button.clicked.connect(self.open_files)
         self.library.document_selected.connect(self._on_library_document_selected)
         self.library.document_opened.connect(self._on_library_document_opened)
+        self.library.search_results.hit_activated.connect(self._on_search_hit_activated)
         self.ask_panel.citation_clicked.connect(self._on_ask_panel_citation_clicked)
         self.ask_panel.quote_clicked.connect(self._on_ask_panel_quote_clicked)
         self.ask_panel.server_start_requested.connect(self._on_ask_panel_server_start_requested)
@@ -419,6 +423,33 @@ class MainWindow(QMainWindow):
     def _on_library_document_opened(self, doc: Document) -> None:
         self.show_document(doc)
         self.library.select(doc.sha256)
+
+    @Slot(object)
+    def _on_search_hit_activated(self, hit: Hit) -> None:
+        """A search hit: its page with the match highlighted, or its answer and thread."""
+        store = self.session.store
+        sha, answer_id = hit.document.sha256, hit.answer_id
+
+        def load() -> tuple[Document | None, StoredAnswer | None]:
+            answer = store.get_answer(answer_id) if answer_id is not None else None
+            return store.load_document(sha), answer
+
+        def loaded(found: tuple[Document | None, StoredAnswer | None]) -> None:
+            doc, answer = found
+            if doc is None:
+                messages.warning("That document is no longer in the library.")
+                self.library.refresh()
+                return
+            self.show_document(doc)
+            self.library.select(doc.sha256)
+            if hit.page is not None and not self.doc_view.show_quote(
+                hit.page, first_match(hit.snippet)
+            ):
+                self.doc_view.go_to_page(hit.page)
+            if answer is not None:
+                self.ask_panel.open_answer(answer)
+
+        tasks.run_call(load, receiver=self, success=loaded, name="open search hit")
 
     def _show_first_run(self, shown: bool) -> None:
         """The first-run view in the place of the document and ask panes (no document);

@@ -1,10 +1,10 @@
 """Settings: every field of ``longdoc.toml``, validated as you type, saved atomically.
 
-The fields come from the ``Settings`` dataclass (its names, types and defaults): a setting
-added there appears here with an editor for its type. This module only words them (labels,
-hints) and picks a list for the two fields that have one. Beside each field the dialog says
-what is in effect and where that comes from (flag, environment, file, default), since the
-environment overrides the file and the dialog edits the file.
+The fields, their labels, hints, bounds and lists come from the settings' one declaration
+(``desktop.config.SETTINGS``): a setting declared there appears here with an editor for its
+type. Only the server profile's list is found here (the profiles on disk). Beside each field
+the dialog says what is in effect and where that comes from (flag, environment, file,
+default), since the environment overrides the file and the dialog edits the file.
 """
 
 from __future__ import annotations
@@ -27,51 +27,29 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.config import Settings, config_path, data_dir, save_settings, setting_sources
+from desktop.config import (
+    SETTINGS,
+    Settings,
+    config_path,
+    data_dir,
+    save_settings,
+    setting_sources,
+)
 from desktop.errors import ConfigError
-
-# How each field is worded: label, what an empty value means (or a check box's text), tip.
-WORDING: dict[str, tuple[str, str, str]] = {
-    "endpoint": ("Server endpoint:", "empty: the server Longdoc manages", ""),
-    "model": ("Model:", "empty: the server's model", ""),
-    "api_key": ("API key:", "empty: none, or the managed server's key", ""),
-    "thinking": ("", "Let the model think before answering", ""),
-    "answer_reserve": ("Answer reserve:", " tokens", "Tokens kept for the answer"),
-    "min_prefill_rate": (
-        "Slowest prefill:",
-        " tokens/s",
-        "The slowest prefill your GPU does; sets how long to wait for the first token",
-    ),
-    "profile": ("Server profile:", "", ""),
-    "container_runtime": ("Container runtime:", "", ""),
-    "keep_server_running": ("", "Keep the server running after Longdoc quits", ""),
-    "context_length": (
-        "Context length:",
-        " tokens",
-        "For servers that do not report their context; 0 = as the server reports",
-    ),
-}
-SECRET_FIELDS = {"api_key"}
-
-
-def _wording(name: str) -> tuple[str, str, str]:
-    return WORDING.get(name, (name.replace("_", " ").capitalize() + ":", "", ""))
 
 
 def _shown(name: str, value: Any) -> str:
     """A value as the "in effect" line shows it."""
-    if name in SECRET_FIELDS:
+    spec = SETTINGS[name]
+    if spec.secret:
         return "set" if value else "none"
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if not value and spec.empty:
+        return spec.empty
     if isinstance(value, int):
-        return f"{value:,}"
-    if value:
-        return str(value)
-    if name == "container_runtime":
-        return "automatic"
-    hint = _wording(name)[1]
-    return hint if hint.startswith("empty") else "empty"
+        return f"{value:,} {spec.unit}".rstrip()
+    return str(value) if value else "empty"
 
 
 class SettingsDialog(QDialog):
@@ -99,9 +77,10 @@ class SettingsDialog(QDialog):
         for f in fields(Settings):
             editor = self._editor(f.name, getattr(settings, f.name))
             self.editors[f.name] = editor
-            label, _hint, tip = _wording(f.name)
-            if tip:
-                editor.setToolTip(tip)
+            spec = SETTINGS[f.name]
+            label = "" if spec.kind is bool else f"{spec.label}:"
+            if spec.help:
+                editor.setToolTip(spec.help[:1].upper() + spec.help[1:])
             effect = QLabel()
             effect.setObjectName(f"effect_{f.name}")
             effect.setTextFormat(Qt.TextFormat.PlainText)
@@ -134,10 +113,11 @@ class SettingsDialog(QDialog):
         font = self.error_label.font()
         font.setBold(True)
         self.error_label.setFont(font)
+        variables = ", ".join(spec.env for spec in SETTINGS.values() if spec.env)
         self.where_label = QLabel(
             f"Saved in {config_path()}. Server profiles: {data_dir() / 'profiles'}. "
-            "The environment (LONGDOC_ENDPOINT, LONGDOC_MODEL, LONGDOC_API_KEY) overrides "
-            "the file; command-line flags override both."
+            f"The environment ({variables}) overrides the file; command-line flags override "
+            "both."
         )
         self.where_label.setTextFormat(Qt.TextFormat.PlainText)
         self.where_label.setWordWrap(True)
@@ -159,7 +139,7 @@ class SettingsDialog(QDialog):
     # --- one editor per field, by its type -------------------------------------------------
 
     def _editor(self, name: str, value: Any) -> QWidget:
-        _label, hint, _tip = _wording(name)
+        spec = SETTINGS[name]
         if name == "profile":
             combo = QComboBox()
             names = _profiles()
@@ -169,15 +149,15 @@ class SettingsDialog(QDialog):
             combo.setCurrentText(value)
             combo.currentIndexChanged.connect(self._on_any_changed)
             return combo
-        if name == "container_runtime":
+        if spec.choices:
             combo = QComboBox()
-            for text, data in (("automatic", ""), ("podman", "podman"), ("docker", "docker")):
-                combo.addItem(text, data)
+            for choice in spec.choices:
+                combo.addItem(choice or spec.empty, choice)
             combo.setCurrentIndex(max(combo.findData(value), 0))
             combo.currentIndexChanged.connect(self._on_any_changed)
             return combo
         if isinstance(value, bool):
-            box = QCheckBox(hint)
+            box = QCheckBox(spec.label)
             box.setChecked(value)
             box.toggled.connect(self._on_any_changed)
             return box
@@ -186,15 +166,16 @@ class SettingsDialog(QDialog):
             # No minimum enforced by the spin box on purpose: validate() says why.
             spin.setRange(0, 16_777_216)
             spin.setGroupSeparatorShown(True)
-            spin.setSuffix(hint)
-            if name == "answer_reserve":
-                spin.setSingleStep(1024)
+            spin.setSuffix(f" {spec.unit}" if spec.unit else "")
+            if spec.empty:
+                spin.setSpecialValueText(spec.empty)  # shown for 0, not "0 tokens"
+            spin.setSingleStep(spec.step)
             spin.setValue(value)
             spin.valueChanged.connect(self._on_any_changed)
             return spin
         edit = QLineEdit(str(value))
-        edit.setPlaceholderText(hint)
-        if name in SECRET_FIELDS:
+        edit.setPlaceholderText(f"empty: {spec.empty}" if spec.empty else "")
+        if spec.secret:
             edit.setEchoMode(QLineEdit.EchoMode.PasswordEchoOnEdit)
         edit.textChanged.connect(self._on_any_changed)
         return edit

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QSpinBox
 from pytestqt.qtbot import QtBot
 
 from desktop.answering.budget import ContextLimits
@@ -275,7 +276,16 @@ def test_settings_show_each_value_in_effect_and_where_it_comes_from(
         "which overrides the file)"
     )
     assert dialog.effect_labels["api_key"].text().startswith("In effect: set (from the env")
-    assert dialog.effect_labels["answer_reserve"].text() == ("In effect: 8,192 (from longdoc.toml)")
+    assert dialog.effect_labels["answer_reserve"].text() == (
+        "In effect: 8,192 tokens (from longdoc.toml)"
+    )
+    # 0 is not "0 tokens": it means the server's own figure, in the field and beside it.
+    context = dialog.editors["context_length"]
+    assert isinstance(context, QSpinBox)
+    assert context.text() == "as the server reports"
+    assert dialog.effect_labels["context_length"].text() == (
+        "In effect: as the server reports (from the default)"
+    )
     assert dialog.effect_labels["thinking"].text() == "In effect: yes (from the default)"
     assert setting_sources(flags={"model": "m"})["model"] == "flag"
     os.environ.pop("LONGDOC_ENDPOINT")

@@ -257,3 +257,87 @@ def test_speaker_names_beyond_ascii_and_dialogue_dashes(tmp_path: Path) -> None:
         "[00:01:20] Bob: Yes.\n"
         "[00:01:50] Speaker 2: Numbered."
     )
+
+
+GLUED = """\
+WEBVTT
+Kind: captions
+Language: en
+00:05:00.000 --> 00:05:04.080 align:start position:0%
+so the budget is fixed
+00:05:04.080 --> 00:05:05.069 align:start position:0%
+for this year
+00:05:05.069 --> 00:05:09.000 align:start position:0%
+and <00:05:06.000><c>travel</c> is cut
+
+00:05:09.000 --> 00:05:12.000
+in half
+"""
+
+
+def test_a_timing_line_starts_a_new_cue_without_a_blank_line(tmp_path: Path) -> None:
+    """WebVTT's rule: a line with "-->" ends the cue before it; no timing syntax in text."""
+    doc = extract(write(tmp_path, "auto.vtt", GLUED))
+    text = "\n".join(p.text for p in doc.pages)
+    assert "-->" not in text and "align:" not in text and "position:" not in text
+    assert doc.metadata["Cues"] == "4"
+    # Consecutive cues without a speaker join into one line, under the first cue's time.
+    assert text == "[00:05:00] so the budget is fixed for this year and travel is cut in half"
+    assert doc.warnings == []
+
+
+def test_srt_counters_without_blank_lines_are_not_text(tmp_path: Path) -> None:
+    srt = (
+        "1\n00:00:01,000 --> 00:00:02,000\nFirst line\n"
+        "2\n00:00:40,000 --> 00:00:42,000\nSecond line\n"
+        "3\n00:01:30,000 --> 00:01:32,000\nThird line\n"
+    )
+    doc = extract(write(tmp_path, "tight.srt", srt))
+    assert doc.pages[0].text.splitlines() == [
+        "[00:00:01] First line",
+        "[00:00:40] Second line",
+        "[00:01:30] Third line",
+    ]
+    assert doc.metadata["Cues"] == "3"
+
+
+def test_unreadable_timing_inside_a_block_skips_only_that_cue(tmp_path: Path) -> None:
+    vtt = (
+        "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nkept one\n"
+        "00:00:xx.000 --> 00:00:04.000\ndropped\n"
+        "00:00:50.000 --> 00:00:52.000\nkept two\n"
+    )
+    doc = extract(write(tmp_path, "bad.vtt", vtt))
+    text = doc.pages[0].text
+    assert "kept one" in text and "kept two" in text
+    assert "dropped" not in text and "-->" not in text
+    assert doc.metadata["Cues"] == "2"
+    assert any("skipped 1 unreadable cue" in w and "line 5" in w for w in doc.warnings)
+
+
+def test_cues_without_text_are_counted(tmp_path: Path) -> None:
+    vtt = "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\n\n00:00:03.000 --> 00:00:04.000\nhello\n"
+    doc = extract(write(tmp_path, "blank.vtt", vtt))
+    assert doc.metadata["Cues"] == "2"
+    assert doc.pages[0].text == "[00:00:03] hello"
+
+
+@pytest.mark.parametrize("encoding", ["utf-32", "utf-32-be", "utf-16-be", "utf-16-le"])
+def test_utf32_and_utf16_with_bom(tmp_path: Path, encoding: str) -> None:
+    bom = {
+        "utf-32": b"",  # Python's utf-32 writes its own BOM
+        "utf-32-be": b"\x00\x00\xfe\xff",
+        "utf-16-be": b"\xfe\xff",
+        "utf-16-le": b"\xff\xfe",
+    }[encoding]
+    data = bom + "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nÜber café\n".encode(encoding)
+    doc = extract(write(tmp_path, "wide.vtt", data))
+    assert doc.pages[0].text == "[00:00:01] Über café"
+    assert doc.metadata["Encoding"] in ("utf-32", "utf-16")
+
+
+def test_nul_bytes_become_replacement_characters(tmp_path: Path) -> None:
+    data = b"WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nnull\x00here caf\xc3\xa9\n"
+    doc = extract(write(tmp_path, "nul.vtt", data))
+    assert doc.pages[0].text == "[00:00:01] null\ufffdhere café"
+    assert doc.metadata["Encoding"] == "utf-8"

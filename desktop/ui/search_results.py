@@ -1,0 +1,219 @@
+"""The library's search hits: matching pages and answers, listed under their document.
+
+The library's filter box drives it: titles are filtered in the library list as before,
+and the words typed are searched here in every stored page and answer
+(``desktop.search``). The query runs off the UI thread (``tasks.run_call``) a moment after
+the last keystroke; each query has a number, and results of any but the latest are
+dropped when they arrive, so a slow early query never replaces a later one.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+
+from PySide6.QtCore import Qt, QTimer, Signal, Slot
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+
+from desktop import search
+from desktop.search import Hit, QueryError, SearchResult
+from desktop.store.db import Store
+from desktop.ui import tasks
+
+log = logging.getLogger("longdoc.ui.search")
+
+DELAY_MS = 150  # after the last keystroke: one query per pause, not one per key
+LIMIT = 50
+HIT_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+def snippet_html(snippet: str) -> str:
+    """The snippet as escaped rich text, each match bold (it is the document's text)."""
+    return "".join(
+        f"<b>{html.escape(text)}</b>" if match else html.escape(text)
+        for text, match in search.parts(snippet)
+    )
+
+
+def first_match(snippet: str) -> str:
+    """The first marked passage of a snippet ('' when none is marked)."""
+    return next((text for text, match in search.parts(snippet) if match), "")
+
+
+class SearchResults(QWidget):
+    """Page and answer hits for the library's filter text, grouped by document."""
+
+    hit_activated = Signal(object)  # Hit
+
+    def __init__(self, store: Store, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.store = store
+        self.query = ""
+        self.generation = 0  # the number of the latest query; older results are dropped
+        self.searching = False
+        self.result: SearchResult | None = None
+
+        self.hint = QLabel()
+        self.hint.setObjectName("searchHint")
+        self.hint.setTextFormat(Qt.TextFormat.PlainText)
+        self.hint.setWordWrap(True)
+        self.hint.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.tree = QTreeWidget()
+        self.tree.setObjectName("searchHits")
+        self.tree.setHeaderHidden(True)
+        self.tree.setColumnCount(1)
+        self.tree.setRootIsDecorated(False)
+        self.tree.setUniformRowHeights(False)
+        self.tree.itemClicked.connect(self._on_tree_item_clicked)
+        self.tree.itemActivated.connect(self._on_tree_item_clicked)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.hint)
+        layout.addWidget(self.tree, 1)
+
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(DELAY_MS)
+        self._timer.timeout.connect(self._run)
+        self.setVisible(False)
+        # A library stored before the index existed is indexed now, in the background
+        # (in small batches; searching meanwhile completes it first).
+        tasks.run_call(
+            lambda: search.ensure_index(store),
+            receiver=self,
+            failure=lambda exc: log.info("search index not completed: %s", exc),
+            name="search index",
+        )
+
+    # --- querying -----------------------------------------------------------------------
+
+    def set_query(self, text: str) -> None:
+        """Search for ``text`` after a short pause; nothing (hidden) for blank text."""
+        self.query = text.strip()
+        self.generation += 1  # whatever is in flight is stale from now on
+        if not self.query:
+            self._timer.stop()
+            self.searching = False
+            self.result = None
+            self.tree.clear()
+            self.setVisible(False)
+            return
+        self._timer.start()
+
+    def run_now(self) -> None:
+        """Search at once (tests; Enter in the box)."""
+        self._timer.stop()
+        self._run()
+
+    @Slot()
+    def _run(self) -> None:
+        if not self.query:
+            return
+        generation = self.generation
+        query, store = self.query, self.store
+        self.searching = True
+        tasks.run_call(
+            lambda: search.search(store, query, limit=LIMIT),
+            receiver=self,
+            success=lambda result: self._on_result(generation, result),
+            failure=lambda exc: self._on_failure(generation, exc),
+            name="search",
+        )
+
+    def _on_result(self, generation: int, result: SearchResult) -> None:
+        if generation != self.generation:
+            return  # typed on since: a newer query is coming
+        self.searching = False
+        self.result = result
+        self._show(result)
+
+    def _on_failure(self, generation: int, exc: BaseException) -> None:
+        if generation != self.generation:
+            return
+        self.searching = False
+        self.result = None
+        self.tree.clear()
+        if isinstance(exc, QueryError):
+            self._show_hint(f"Search: {exc}.")
+            return
+        from desktop.ui import messages
+
+        messages.error(exc)
+        self.setVisible(False)
+
+    # --- showing ------------------------------------------------------------------------
+
+    def _show_hint(self, text: str) -> None:
+        self.hint.setText(text)
+        self.hint.setVisible(True)
+        self.tree.setVisible(False)
+        self.setVisible(True)
+
+    def _show(self, result: SearchResult) -> None:
+        self.tree.clear()
+        if not result.hits:
+            self._show_hint("No page or answer says that.")
+            return
+        pages = sum(h.kind == "page" for h in result.hits)
+        answers = len(result.hits) - pages
+        self.hint.setText(
+            f"{pages} page{'s' if pages != 1 else ''} and {answers} "
+            f"answer{'s' if answers != 1 else ''}"
+            + (" (the best shown)" if len(result.hits) >= LIMIT else "")
+        )
+        self.hint.setVisible(True)
+        groups: dict[str, QTreeWidgetItem] = {}
+        for hit in result.hits:  # best first: documents in the order of their best hit
+            parent = groups.get(hit.document.sha256)
+            if parent is None:
+                parent = QTreeWidgetItem([hit.document.title or hit.document.path])
+                parent.setToolTip(0, hit.document.path)
+                parent.setFlags(Qt.ItemFlag.ItemIsEnabled)
+                font = parent.font(0)
+                font.setBold(True)
+                parent.setFont(0, font)
+                self.tree.addTopLevelItem(parent)
+                groups[hit.document.sha256] = parent
+            item = QTreeWidgetItem(parent)
+            item.setData(0, HIT_ROLE, hit)
+            label = QLabel(self._hit_html(hit))
+            label.setTextFormat(Qt.TextFormat.RichText)
+            label.setWordWrap(True)
+            label.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+            label.setContentsMargins(4, 2, 4, 2)
+            self.tree.setItemWidget(item, 0, label)
+        self.tree.expandAll()
+        self.tree.setVisible(True)
+        self.setVisible(True)
+
+    @staticmethod
+    def _hit_html(hit: Hit) -> str:
+        if hit.kind == "page":
+            where = f"p. {html.escape(hit.label or str(hit.page))}"
+        else:
+            day = (search.iso(hit.asked_at) or "")[:10]
+            where = f"Answer ({day}): {html.escape(hit.question or '')}"
+        return f"<i>{where}</i><br>{snippet_html(hit.snippet)}"
+
+    def _hit_items(self) -> list[QTreeWidgetItem]:
+        items = []
+        for i in range(self.tree.topLevelItemCount()):
+            parent = self.tree.topLevelItem(i)
+            if parent is not None:
+                items += [c for j in range(parent.childCount()) if (c := parent.child(j))]
+        return items
+
+    def hits(self) -> list[Hit]:
+        """The hits listed, top to bottom (tests)."""
+        return [item.data(0, HIT_ROLE) for item in self._hit_items()]
+
+    def item_for(self, hit: Hit) -> QTreeWidgetItem | None:
+        """The row of a hit (tests)."""
+        return next((i for i in self._hit_items() if i.data(0, HIT_ROLE) == hit), None)
+
+    @Slot(QTreeWidgetItem, int)
+    def _on_tree_item_clicked(self, item: QTreeWidgetItem, _column: int) -> None:
+        hit = item.data(0, HIT_ROLE)
+        if isinstance(hit, Hit):
+            self.hit_activated.emit(hit)

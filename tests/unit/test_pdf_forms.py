@@ -1,0 +1,181 @@
+"""PDF form fields and annotations read into the page text, where they appear, marked."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from desktop.answering.citations import check_citations, index_for
+from desktop.documents import extract
+from desktop.documents.ingest import require_text
+from desktop.documents.pdf import UNREAD_KEY, UNREAD_PAGE, unread_pages
+from desktop.errors import DocumentUnreadable
+from tests.support.pdf_maker import (
+    Comment,
+    Field,
+    FormPage,
+    TextLine,
+    filled_form,
+    write_form_pdf,
+)
+
+
+def _line_with(text: str, needle: str) -> str:
+    return next(line for line in text.splitlines() if needle in line)
+
+
+def test_filled_form_values_are_in_the_page_text_next_to_their_labels(tmp_path: Path) -> None:
+    doc = extract(write_form_pdf(tmp_path / "form.pdf", [filled_form(1), filled_form(2)]))
+    first = doc.pages[0].text
+    assert _line_with(first, "First name:") == "First name: [Field: first name 1] Lucía"
+    assert _line_with(first, "Last name:") == "Last name: [Field: last name 1] Garzas Ortega"
+    assert _line_with(first, "Country:") == "Country: [Field: country] Spain"
+    assert _line_with(first, "accept") == "☒ I accept I accept the terms"
+    assert _line_with(first, "decline") == "☐ I decline I decline the offer"
+    assert _line_with(first, "Payment:") == "Payment: ☐ payment ☒ payment: Monthly"
+    # Each page has its own values, and the labels keep their order.
+    assert "[Field: policy 2] PX-0002-77" in doc.pages[1].text
+    assert "PX-0002-77" not in first
+    assert first.index("Insured amount:") < first.index("1250 EUR") < first.index("Country:")
+    assert doc.empty_pages == []
+
+
+def test_every_value_word_reaches_the_text(tmp_path: Path) -> None:
+    """Recall of value words over a generated form: all of them, once each."""
+    pages = [filled_form(n) for n in range(1, 6)]
+    doc = extract(write_form_pdf(tmp_path / "form.pdf", pages))
+    text = "\n".join(p.text for p in doc.pages)
+    values = [f.value for page in pages for f in page.fields if f.kind in ("text", "combo")]
+    words = [w for v in values for w in v.split()]
+    assert words and all(w in text for w in words)
+    assert text.count("Garzas Ortega") == 5
+
+
+def test_form_values_unicode_multiline_lists_and_hidden(tmp_path: Path) -> None:
+    page = FormPage(
+        lines=[TextLine(72, 700, "Remarks:"), TextLine(72, 600, "Colours:")],
+        fields=[
+            Field("text", "remarks", (150, 690, 400, 712), "Première ligne\nSecond line"),
+            Field(
+                "list",
+                "colours",
+                (150, 590, 300, 612),
+                "Red;Blue",
+                options=("Red", "Green", "Blue"),
+            ),
+            Field("text", "secret", (72, 200, 200, 220), "hidden value", hidden=True),
+            Field("text", "empty", (72, 300, 200, 320), ""),
+            Field(
+                "text", "form1[0].Page1[0].f1_01[0]", (72, 400, 200, 420), "x", tooltip="Your SSN"
+            ),
+        ],
+    )
+    text = extract(write_form_pdf(tmp_path / "f.pdf", [page])).pages[0].text
+    assert "Remarks: [Field: remarks] Première ligne\nSecond line" in text
+    assert "Colours: [Field: colours] Red; Blue" in text
+    assert "hidden value" not in text
+    assert "[Field: empty]" not in text
+    assert "[Field: Your SSN] x" in text
+
+
+def test_field_names_cannot_break_their_marker(tmp_path: Path) -> None:
+    page = FormPage(fields=[Field("text", "a]b[c", (72, 700, 200, 720), "v")])
+    text = extract(write_form_pdf(tmp_path / "f.pdf", [page])).pages[0].text
+    assert text == "[Field: a)b(c] v"
+
+
+def test_notes_free_text_and_signature(tmp_path: Path) -> None:
+    page = FormPage(
+        lines=[
+            TextLine(72, 700, "The liability cap is 2 million."),
+            TextLine(72, 650, "Payment within 30 days."),
+            TextLine(72, 450, "Signed:"),
+        ],
+        comments=[
+            Comment("Text", (400, 690, 420, 710), "Check the cap", "J. Smith"),
+            Comment("FreeText", (72, 500, 300, 520), "Approved by legal"),
+            Comment("Highlight", (72, 645, 200, 660), "Is 30 days standard?", "Ana"),
+        ],
+        fields=[
+            Field(
+                "signature", "sig", (72, 380, 300, 440), appearance="Digitally signed by Ana Ruiz"
+            ),
+        ],
+    )
+    text = extract(write_form_pdf(tmp_path / "notes.pdf", [page])).pages[0].text
+    lines = text.splitlines()
+    assert lines[:2] == ["The liability cap is 2 million.", "[Note: J. Smith] Check the cap"]
+    assert lines[2:4] == ["Payment within 30 days.", "[Note: Ana] Is 30 days standard?"]
+    assert "[Text box] Approved by legal" in lines
+    assert "[Signature] Digitally signed by Ana Ruiz" in text
+    assert text.index("Signed:") < text.index("[Signature]")
+
+
+def test_a_page_with_only_annotations_is_not_image_only(tmp_path: Path) -> None:
+    pages = [
+        FormPage(lines=[TextLine(72, 700, "Cover")]),
+        FormPage(comments=[Comment("Text", (72, 700, 90, 720), "Only a note here", "Bo")]),
+        FormPage(fields=[Field("text", "total", (72, 700, 200, 720), "1,250 EUR")]),
+    ]
+    doc = extract(write_form_pdf(tmp_path / "notes.pdf", pages))
+    assert doc.pages[1].text == "[Note: Bo] Only a note here"
+    assert doc.pages[2].text == "[Field: total] 1,250 EUR"
+    assert doc.empty_pages == []
+    assert not any("OCR" in w or "image" in w for w in doc.warnings)
+
+
+def test_a_pdf_whose_only_text_is_a_form_can_be_asked(tmp_path: Path) -> None:
+    page = FormPage(fields=[Field("text", "name", (72, 700, 200, 720), "Lucía Garzas")])
+    doc = extract(write_form_pdf(tmp_path / "f.pdf", [page]))
+    require_text(doc)  # no "images only" refusal
+    assert doc.warnings == []
+
+
+def test_form_values_are_quotable(tmp_path: Path) -> None:
+    doc = extract(write_form_pdf(tmp_path / "form.pdf", [filled_form(1), filled_form(2)]))
+    index = index_for(doc)
+    for answer in (
+        'The policy is "[Field: policy 2] PX-0002-77" [p. 2].',
+        'The applicant is "First name: [Field: first name 1] Lucía" [p. 1].',
+        'The box "☒ I accept I accept the terms" [p. 1].',
+    ):
+        assert [c.status.value for c in check_citations(answer, index)] == ["verified"], answer
+
+
+def test_unloadable_pages_are_kept_named_and_warned(tmp_path: Path) -> None:
+    pages = [
+        FormPage(lines=[TextLine(72, 700, "Page one text")]),
+        FormPage(broken=True),
+        FormPage(lines=[TextLine(72, 700, "Page three text")]),
+        FormPage(broken=True),
+    ]
+    doc = extract(write_form_pdf(tmp_path / "damaged.pdf", pages))
+    assert [p.text for p in doc.pages] == [
+        "Page one text",
+        UNREAD_PAGE,
+        "Page three text",
+        UNREAD_PAGE,
+    ]
+    assert unread_pages(doc.metadata) == [2, 4]
+    assert doc.metadata[UNREAD_KEY] == "2, 4"
+    unread = [w for w in doc.warnings if "could not be read" in w]
+    assert len(unread) == 1 and "pages 2 and 4" in unread[0] and "2 of 4" in unread[0]
+    assert not any("image" in w for w in doc.warnings)  # unread is not "scanned"
+
+
+def test_a_pdf_with_no_loadable_page_is_unreadable(tmp_path: Path) -> None:
+    path = write_form_pdf(tmp_path / "damaged.pdf", [FormPage(broken=True), FormPage(broken=True)])
+    with pytest.raises(DocumentUnreadable, match="none of its pages can be read"):
+        extract(path)
+
+
+def test_corpus_forms_and_annotations(corpus: Path) -> None:
+    form = extract(corpus / "012-libreoffice-form/libreoffice-form.pdf").pages[0].text
+    assert "First Name [Field: First Name] Alice" in form
+    assert "[Field: First Name 2] Bob" in form
+    assert re.search(r"☐ gdpr Agree to privacy policy", form)
+    notes = extract(corpus / "024-annotations/annotated_pdf.pdf").pages[0].text
+    for words in ("This is a text annotation.", "Highlight comment", "[Note: Lucas] Hello world!"):
+        assert words in notes
