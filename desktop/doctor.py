@@ -8,19 +8,14 @@ same list; nothing here imports Qt (Qt is probed in a child process).
 from __future__ import annotations
 
 import grp
-import json
 import os
 import shutil
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
-
-from desktop.net import auth_headers, urlopen
 
 Status = Literal["ok", "warning", "problem"]
 
@@ -281,53 +276,31 @@ def check_profile(ctx: Context, facts: _ServerFacts) -> Check:
         "Server profile",
         "ok",
         f"{profile.name}: {profile.kind} {profile.engine}"
-        + (f" at {profile.url}" if profile.kind == "external" else f" on port {profile.port}"),
+        + (f" at {profile.url}" if profile.is_external else f" on port {profile.port}"),
     )
 
 
-def check_runtime(ctx: Context, facts: _ServerFacts) -> Check:
-    """docker or podman installed and usable by this user."""
-    from server_manager.errors import NoContainerRuntime, ServerManagerError
-    from server_manager.runtime import Runtime, detect_runtime
+def _preflight(ctx: Context, facts: _ServerFacts) -> list[Check]:
+    """The start's own checks (``server_manager.preflight.findings``), one line each."""
+    from server_manager.preflight import findings
+    from server_manager.state import Paths, read_state
 
-    name = "Container runtime"
-    try:
-        runtime = Runtime(detect_runtime(facts.profile.runtime or ctx.container_runtime))
-        runtime.check_usable()
-    except NoContainerRuntime as exc:
-        return Check(
-            name,
-            "problem",
-            str(exc),
-            "Install podman (`sudo apt install podman`) or docker, or use the native profile.",
+    def held_by_us(port: int) -> str:
+        state = read_state(Paths(ctx.data_dir))
+        if state is not None and state.port == port and state.state in ("starting", "ready"):
+            return str(state.state)
+        return ""
+
+    found, facts.runtime = findings(facts.profile, ctx.container_runtime, held_by_us)
+    return [
+        Check(
+            f.name,
+            "warning" if f.skipped else "problem" if f.problem is not None else "ok",
+            f.detail,
+            f.fix,
         )
-    except ServerManagerError as exc:
-        return Check(
-            name,
-            "problem",
-            str(exc),
-            "Use rootless podman, or ask your administrator to add you to the docker group.",
-        )
-    facts.runtime = runtime
-    return Check(name, "ok", f"{runtime.name} ({runtime.executable}) answers.")
-
-
-def check_image(ctx: Context, facts: _ServerFacts) -> Check:
-    """The profile's image is already on this machine (nothing can be pulled offline)."""
-    profile, runtime = facts.profile, facts.runtime
-    name = "Server image"
-    if runtime is None:
-        return Check(name, "warning", "Not checked: no usable container runtime.", "See above.")
-    if runtime.image_exists(profile.image):
-        return Check(name, "ok", f"{profile.image} is present.")
-    return Check(
-        name,
-        "problem",
-        f"The image {profile.image} is not present locally.",
-        f"Load it from a tarball made on a networked machine: `{runtime.name} load -i "
-        f"sglang-image.tar` (made there with `{runtime.name} save -o sglang-image.tar "
-        f"{profile.image}`).",
-    )
+        for f in found
+    ]
 
 
 def _groups_of_user() -> set[str]:
@@ -339,28 +312,6 @@ def _groups_of_user() -> set[str]:
         except KeyError:
             continue
     return names
-
-
-def check_gpu_devices(ctx: Context, facts: _ServerFacts) -> Check:
-    """The GPU device nodes exist (/dev/kfd, /dev/dri for ROCm)."""
-    profile = facts.profile
-    name = "GPU devices"
-    nodes = [d.split(":")[0] for d in profile.devices if d.startswith("/")]
-    if not nodes and profile.gpu_vendor == "amd":
-        nodes = ["/dev/kfd", "/dev/dri"]
-    if not nodes:
-        return Check(name, "ok", "The profile passes no device nodes (the runtime handles GPUs).")
-    missing = [n for n in nodes if not Path(n).exists()]
-    if missing:
-        return Check(
-            name,
-            "problem",
-            f"Missing: {', '.join(missing)}.",
-            "Install the amdgpu driver and ROCm (see AMD's ROCm install guide) and reboot."
-            if profile.gpu_vendor == "amd"
-            else "Install the GPU driver and reboot.",
-        )
-    return Check(name, "ok", f"{', '.join(nodes)} present.")
 
 
 def check_gpu_groups(ctx: Context, facts: _ServerFacts) -> Check:
@@ -402,111 +353,6 @@ def check_gpu_tools(ctx: Context, facts: _ServerFacts) -> Check:
     )
 
 
-def _weights(model_dir: Path) -> tuple[list[Path], list[str]]:
-    """Weight files present, and shards an index lists that are missing."""
-    present = [
-        p
-        for pattern in ("*.safetensors", "*.bin", "*.gguf", "*.pt")
-        for p in model_dir.glob(pattern)
-    ]
-    missing: list[str] = []
-    for index in model_dir.glob("*.index.json"):
-        try:
-            weight_map = json.loads(index.read_text(encoding="utf-8")).get("weight_map", {})
-        except (OSError, ValueError, AttributeError):
-            missing.append(f"{index.name} (unreadable)")
-            continue
-        for shard in sorted(set(weight_map.values()) if isinstance(weight_map, dict) else ()):
-            if not (model_dir / str(shard)).is_file():
-                missing.append(str(shard))
-    return present, missing
-
-
-def check_model_dir(ctx: Context, facts: _ServerFacts) -> Check:
-    """The model folder holds config.json, every weight shard and the tokenizer."""
-    profile = facts.profile
-    name = "Model folder"
-    override = ctx.data_dir / "profiles" / f"{profile.name}.toml"
-    if not profile.model_dir:
-        return Check(
-            name, "problem", "The profile names no model_dir.", f"Set model_dir in {override}."
-        )
-    model_dir = Path(profile.model_dir)
-    if not model_dir.is_dir():
-        return Check(
-            name,
-            "problem",
-            f"{model_dir} does not exist.",
-            f"Copy the model there, or set model_dir in {override} to where it is.",
-        )
-    lacking = []
-    if not (model_dir / "config.json").is_file():
-        lacking.append("config.json")
-    present, missing = _weights(model_dir)
-    if not present:
-        lacking.append("weights (*.safetensors)")
-    lacking += [f"weight shard {m}" for m in missing[:3]]
-    if len(missing) > 3:
-        lacking.append(f"{len(missing) - 3} more shards")
-    if not any((model_dir / t).is_file() for t in ("tokenizer.json", "tokenizer.model")):
-        lacking.append("tokenizer (tokenizer.json)")
-    if lacking:
-        return Check(
-            name,
-            "problem",
-            f"{model_dir} is incomplete: no {', '.join(lacking)}.",
-            "Copy the whole model folder again (config.json, every *.safetensors shard, "
-            "tokenizer.json and tokenizer_config.json).",
-        )
-    size = sum(p.stat().st_size for p in present)
-    return Check(
-        name, "ok", f"{model_dir} ({len(present)} weight files, {size / 1024**3:.1f} GiB)."
-    )
-
-
-def check_port(ctx: Context, facts: _ServerFacts) -> Check:
-    """The profile's port is free, or held by Longdoc's own server."""
-    from server_manager.errors import PortInUse
-    from server_manager.preflight import check_port as bind_port
-    from server_manager.state import Paths, read_state
-
-    port = facts.profile.port
-    state = read_state(Paths(ctx.data_dir))
-    if state is not None and state.port == port and state.state in ("starting", "ready"):
-        return Check("Port", "ok", f"Port {port} is held by Longdoc's server ({state.state}).")
-    try:
-        bind_port(port)
-    except PortInUse:
-        return Check(
-            "Port",
-            "problem",
-            f"Port {port} on 127.0.0.1 is used by another program.",
-            f"Stop that program (`ss -ltnp 'sport = :{port}'` names it) or set another port "
-            f"in {ctx.data_dir / 'profiles' / (facts.profile.name + '.toml')}.",
-        )
-    except OSError as exc:
-        return Check("Port", "warning", f"Could not test port {port}: {exc.strerror}.")
-    return Check("Port", "ok", f"Port {port} is free.")
-
-
-def _get_json(url: str, api_key: str) -> tuple[int, Any]:
-    """GET with the clients' proxy rule (none for loopback); status 0 = no answer."""
-    request = urllib.request.Request(url, headers=auth_headers(api_key))
-    try:
-        with urlopen(request, timeout=HTTP_TIMEOUT_S) as response:
-            body = response.read()
-            status = int(response.status)
-    except urllib.error.HTTPError as exc:
-        with exc:
-            return exc.code, None
-    except (urllib.error.URLError, OSError, ValueError):
-        return 0, None
-    try:
-        return status, json.loads(body)
-    except ValueError:
-        return status, None
-
-
 def _server_key(ctx: Context, facts: _ServerFacts) -> str:
     from server_manager.state import Paths, read_api_key
 
@@ -519,10 +365,10 @@ def _server_key(ctx: Context, facts: _ServerFacts) -> str:
 
 def check_server(ctx: Context, facts: _ServerFacts) -> list[Check]:
     """The server answers with the key, and its context length matches the profile."""
+    from longdoc_net.endpoint import Failure, api_root, classify, list_models
+
     profile = facts.profile
-    endpoint = (ctx.endpoint or (profile.endpoint if profile is not None else "")).rstrip("/")
-    if endpoint.endswith("/v1"):
-        endpoint = endpoint[: -len("/v1")]
+    endpoint = api_root(ctx.endpoint or (profile.endpoint if profile is not None else ""))
     if not endpoint:
         return [
             Check(
@@ -532,9 +378,11 @@ def check_server(ctx: Context, facts: _ServerFacts) -> list[Check]:
                 "Set endpoint in Settings, or choose a managed profile.",
             )
         ]
-    status, data = _get_json(f"{endpoint}/v1/models", _server_key(ctx, facts))
-    managed = not ctx.endpoint and profile is not None and profile.kind != "external"
-    if status == 0:
+    reply, cards = list_models(endpoint, _server_key(ctx, facts), timeout=HTTP_TIMEOUT_S)
+    status = reply.status
+    failure = classify(status) if status != 200 else None
+    managed = not ctx.endpoint and profile is not None and not profile.is_external
+    if failure == Failure.UNREACHABLE:
         if managed:
             return [
                 Check(
@@ -552,7 +400,7 @@ def check_server(ctx: Context, facts: _ServerFacts) -> list[Check]:
                 "Check that the server runs and the endpoint in Settings is right.",
             )
         ]
-    if status in (401, 403):
+    if failure == Failure.UNAUTHORIZED:
         return [
             Check(
                 "Server",
@@ -561,7 +409,7 @@ def check_server(ctx: Context, facts: _ServerFacts) -> list[Check]:
                 "Set the server's key in Settings (api_key) or LONGDOC_API_KEY.",
             )
         ]
-    if status == 503:
+    if failure == Failure.LOADING:
         return [
             Check(
                 "Server",
@@ -570,8 +418,7 @@ def check_server(ctx: Context, facts: _ServerFacts) -> list[Check]:
                 "Wait for it (`longdoc server status` shows its progress).",
             )
         ]
-    cards = data.get("data") if isinstance(data, dict) else None
-    if status != 200 or not isinstance(cards, list) or not cards:
+    if not cards:
         return [
             Check(
                 "Server",
@@ -580,12 +427,11 @@ def check_server(ctx: Context, facts: _ServerFacts) -> list[Check]:
                 "Check that the endpoint is an OpenAI-compatible server (…/v1/models).",
             )
         ]
-    card = cards[0] if isinstance(cards[0], dict) else {}
-    model = str(card.get("id", "?"))
-    checks = [Check("Server", "ok", f"{endpoint} answers with the key; model {model}.")]
-    context = card.get("max_model_len")
+    card = cards[0]
+    checks = [Check("Server", "ok", f"{endpoint} answers with the key; model {card.id}.")]
+    context = card.max_model_len
     wanted = int(getattr(profile, "context_length", 0) or 0)
-    if not isinstance(context, int) or context <= 0:
+    if context is None:
         checks.append(
             Check(
                 "Context length",
@@ -640,17 +486,12 @@ def iter_checks(ctx: Context, *, probe_qt: bool = True) -> Iterator[Check]:
     profile_check = _guarded("Server profile", lambda: check_profile(ctx, facts))
     yield from profile_check
     profile = facts.profile
-    if profile is not None and not ctx.endpoint and profile.kind != "external":
-        if profile.kind == "container":
-            yield from _guarded("Container runtime", lambda: check_runtime(ctx, facts))
-            yield from _guarded("Server image", lambda: check_image(ctx, facts))
+    if profile is not None and not ctx.endpoint and not profile.is_external:
+        yield from _guarded("Server checks", lambda: _preflight(ctx, facts))
+        if profile.gpu_vendor == "amd":
+            yield from _guarded("GPU permissions", lambda: check_gpu_groups(ctx, facts))
         if profile.gpu_vendor in ("amd", "nvidia"):
-            yield from _guarded("GPU devices", lambda: check_gpu_devices(ctx, facts))
-            if profile.gpu_vendor == "amd":
-                yield from _guarded("GPU permissions", lambda: check_gpu_groups(ctx, facts))
             yield from _guarded("GPU tools", lambda: check_gpu_tools(ctx, facts))
-        yield from _guarded("Model folder", lambda: check_model_dir(ctx, facts))
-        yield from _guarded("Port", lambda: check_port(ctx, facts))
     yield from _guarded("Server", lambda: check_server(ctx, facts))
 
 

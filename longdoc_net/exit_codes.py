@@ -1,7 +1,7 @@
 """Every exit code of ``longdoc``, declared once, with its meaning.
 
 Here because both sides raise them: the app (``desktop.errors`` re-exports the table and
-renders each command's help from it) and ``server_manager`` (codes 10-19), which may not
+renders each command's help from it) and ``server_manager`` (codes 10-20), which may not
 import ``desktop``. tests/e2e/test_cli.py checks the README's table against it row by row.
 """
 
@@ -19,7 +19,7 @@ EXIT_BATCH_FAILED = 6
 EXIT_DOCTOR_PROBLEMS = 7
 EXIT_NOT_IN_LIBRARY = 8
 EXIT_INTERRUPTED = 130
-# `longdoc server ...`: 10-19, so they never collide with the general ones.
+# `longdoc server ...`: 10-20, so they never collide with the general ones.
 EXIT_NO_CONTAINER_RUNTIME = 10
 EXIT_RUNTIME_PERMISSION = 11
 EXIT_IMAGE_MISSING = 12
@@ -30,6 +30,7 @@ EXIT_PROFILE_INVALID = 16
 EXIT_SERVER_FAILED = 17
 EXIT_NOT_RUNNING = 18
 EXIT_OTHER_SERVER_RUNNING = 19
+EXIT_RUNTIME_DOWN = 20
 
 
 class ExitCode(NamedTuple):
@@ -75,7 +76,7 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(EXIT_IMAGE_MISSING, "server manager: the profile's image is not present locally"),
     ExitCode(
         EXIT_MODEL_DIR_MISSING,
-        "server manager: the model folder is missing or has no config.json",
+        "server manager: the model folder is missing, or has no config.json, weights or tokenizer",
     ),
     ExitCode(EXIT_PORT_IN_USE, "server manager: the port is already in use"),
     ExitCode(EXIT_NO_GPU_DEVICES, "server manager: no GPU device nodes (/dev/kfd, /dev/dri)"),
@@ -89,9 +90,14 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ),
     ExitCode(EXIT_OTHER_SERVER_RUNNING, "server manager: a server with another profile is running"),
     ExitCode(
+        EXIT_RUNTIME_DOWN,
+        "server manager: the container runtime's daemon is down or restarting (`server "
+        "status`; the server resumes when it is back)",
+    ),
+    ExitCode(
         EXIT_INTERRUPTED,
         "interrupted (a partial answer is kept as incomplete, never served from the cache)",
     ),
 )
 
-SERVER_MANAGER_EXIT_CODES = tuple(range(EXIT_NO_CONTAINER_RUNTIME, EXIT_OTHER_SERVER_RUNNING + 1))
+SERVER_MANAGER_EXIT_CODES = tuple(range(EXIT_NO_CONTAINER_RUNTIME, EXIT_RUNTIME_DOWN + 1))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-# Exit codes of `longdoc server ...` (10-19) and the general ones it shares, declared with
+# Exit codes of `longdoc server ...` (10-20) and the general ones it shares, declared with
 # their meanings in longdoc_net/exit_codes.py.
 from longdoc_net.exit_codes import (
     EXIT_IMAGE_MISSING,
@@ -19,6 +19,7 @@ from longdoc_net.exit_codes import (
     EXIT_OTHER_SERVER_RUNNING,
     EXIT_PORT_IN_USE,
     EXIT_PROFILE_INVALID,
+    EXIT_RUNTIME_DOWN,
     EXIT_RUNTIME_PERMISSION,
     EXIT_SERVER_FAILED,
     EXIT_SERVER_UNAVAILABLE,
@@ -35,6 +36,7 @@ __all__ = [
     "EXIT_OTHER_SERVER_RUNNING",
     "EXIT_PORT_IN_USE",
     "EXIT_PROFILE_INVALID",
+    "EXIT_RUNTIME_DOWN",
     "EXIT_RUNTIME_PERMISSION",
     "EXIT_SERVER_FAILED",
     "EXIT_SERVER_UNAVAILABLE",
@@ -66,6 +68,16 @@ class RuntimePermission(ServerManagerError):
     """The runtime is installed but this user may not use it (or its daemon is down)."""
 
     exit_code = EXIT_RUNTIME_PERMISSION
+
+
+class RuntimeDown(RuntimePermission):
+    """The runtime's daemon (dockerd, a podman service) is down or restarting.
+
+    A state of its own, not a permission problem: the fix is to start the daemon, and a
+    supervisor waits for it rather than restarting the server.
+    """
+
+    exit_code = EXIT_RUNTIME_DOWN
 
 
 class ImageMissing(ServerManagerError):
@@ -160,5 +172,6 @@ ERRORS_BY_CODE: dict[int, type[ServerManagerError]] = {
         NoGpuDevices,
         ProfileInvalid,
         ServerFailed,
+        RuntimeDown,
     )
 }

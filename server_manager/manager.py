@@ -15,9 +15,11 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
+from longdoc_net.endpoint import Failure, Look, Phase, classify, list_models, look
 from server_manager import probe
+from server_manager.engines import ENGINES, engine_for
 from server_manager.errors import (
     ERRORS_BY_CODE,
     ExternalUnreachable,
@@ -53,7 +55,6 @@ from server_manager.supervisor import spawn, supervisor_running
 
 log = logging.getLogger("longdoc.server")
 
-State = Literal["stopped", "starting", "ready", "busy", "failed"]
 StageCallback = Callable[[Stage], None]
 POLL_S = 0.2
 
@@ -103,7 +104,7 @@ class ServerStatus:
     """One look at the server, for ``status --json`` and the GUI's status bar."""
 
     profile: str
-    state: State
+    state: Phase
     stage: str | None = None
     endpoint: str | None = None
     model: str | None = None
@@ -113,6 +114,24 @@ class ServerStatus:
     metrics: dict[str, float] = field(default_factory=dict)
     error: str | None = None
     gpu_note: str = ""  # e.g. "no GPU monitoring tool found (...)"; not an error
+    # How the last run's process ended: exit_code, signal, oom (None while none ended).
+    outcome: dict[str, Any] | None = None
+    # A server Longdoc does not run (an endpoint, an external profile); not in the JSON.
+    external: bool = False
+
+    @classmethod
+    def of(cls, found: Look, profile: str = "external") -> ServerStatus:
+        """A look at an endpoint Longdoc does not manage, as a status."""
+        return cls(
+            profile=profile,
+            state=found.phase,
+            stage=found.stage,
+            endpoint=found.url,
+            model=found.model,
+            metrics=dict(found.metrics),
+            error=found.error,
+            external=True,
+        )
 
     def to_json(self) -> dict[str, Any]:
         """Exactly the documented keys."""
@@ -127,6 +146,7 @@ class ServerStatus:
             "gpus": [gpu.to_json() for gpu in self.gpus],
             "metrics": dict(self.metrics),
             "error": self.error,
+            "outcome": self.outcome,
         }
 
 
@@ -154,7 +174,7 @@ class ServerManager:
         subclass naming what is missing, or ServerFailed.
         """
         profile = self.profile()
-        if profile.kind == "external":
+        if profile.is_external:
             return self._start_external(profile)
         with locked(self.paths):
             adopted = self._adopt_locked(read_state(self.paths), profile.name)
@@ -171,6 +191,7 @@ class ServerManager:
         runtime = run_checks(profile, self.settings.container_runtime)
         tp_size = profile.tp_size or count_gpus(profile.gpu_vendor) or 1
         api_key(self.paths)  # generated once, before the supervisor needs it
+        engine = engine_for(profile, self.paths, runtime)
         state = ServerState(
             profile=profile.name,
             kind=profile.kind,
@@ -178,7 +199,7 @@ class ServerManager:
             model=profile.model_name,
             port=profile.port,
             runtime=runtime.executable if runtime is not None else "",
-            container=profile.container_name if profile.kind == "container" else "",
+            container=engine.container_name() if engine is not None else "",
         )
         write_state(self.paths, state)
         supervisor = spawn(self.paths, profile.name, state.runtime, tp_size)
@@ -189,13 +210,14 @@ class ServerManager:
 
     def _start_external(self, profile: Profile) -> Connection:
         connection = _external(profile)
-        reply = probe.get(f"{connection.url}/v1/models", connection.api_key)
-        if reply.status == 0:
+        reply, _ = list_models(connection.url, connection.api_key)
+        failure = classify(reply.status) if reply.status != 200 else None
+        if failure == Failure.UNREACHABLE:
             raise ExternalUnreachable(
                 f"Nothing answers at {connection.url} (profile {profile.name}); check url in "
                 f"{profile.user_file}."
             )
-        if reply.status in (401, 403):
+        if failure == Failure.UNAUTHORIZED:
             raise ExternalUnreachable(
                 f"The server at {connection.url} refused the API key of profile "
                 f"{profile.name}; set api_key in {profile.user_file}."
@@ -209,7 +231,7 @@ class ServerManager:
                     endpoint=connection.url,
                     model=profile.model_name,
                     port=0,
-                    state="ready",
+                    state=Phase.READY,
                     stage="ready",
                 ),
             )
@@ -240,15 +262,15 @@ class ServerManager:
                 if on_stage is not None and key in STAGE_BY_KEY:
                     on_stage(STAGE_BY_KEY[key])
             seen = max(seen, len(state.stages))
-            if state.state == "ready":
+            if state.state == Phase.READY:
                 engine = _engine(state.profile, self.home)
                 return Connection(state.endpoint, read_api_key(self.paths), state.model, engine)
-            if state.state == "failed":
+            if state.state == Phase.FAILED:
                 raise _failure(state)
             if not supervisor_running(state):
                 # It may have written "failed" just before exiting.
                 state = read_state(self.paths)
-                if state is not None and state.state == "failed":
+                if state is not None and state.state == Phase.FAILED:
                     raise _failure(state)
                 raise ServerFailed(
                     f"The server supervisor exited unexpectedly; see {self.paths.supervisor_log}."
@@ -270,28 +292,19 @@ class ServerManager:
             return self._adopt_locked(read_state(self.paths), None)
 
     def _adopt_locked(self, state: ServerState | None, wanted: str | None) -> bool:
-        if state is not None and state.kind == "external":
+        if state is not None and state.external:
             clear_state(self.paths)
             return False
-        if state is not None and state.state != "failed" and supervisor_running(state):
+        if state is not None and state.state != Phase.FAILED and supervisor_running(state):
             if wanted is not None and state.profile != wanted:
                 raise OtherServerRunning(
                     f"A Longdoc server with profile {state.profile!r} is already running; "
                     f"stop it first (longdoc server stop) to use profile {wanted!r}."
                 )
             return True
-        if state is not None and state.kind == "native":
-            # Its output pipe went with the dead supervisor, so it can be neither followed
-            # nor restarted: end it (if it is still the very process recorded) and start
-            # afresh rather than run blind. `status` says so beforehand.
-            engine = state.process_identity
-            if engine is not None and engine.alive():
-                log.warning(
-                    "stopping the native server (pid %d) that runs without its supervisor; "
-                    "a fresh one is started",
-                    engine.pid,
-                )
-                engine.terminate(self._grace(state), group=True)
+        engine_class = ENGINES.get(state.kind) if state is not None else None
+        if state is not None and engine_class is not None and not engine_class.adoptable:
+            engine_class.end_orphan(state, self._grace(state))
             clear_state(self.paths)
             return False
         runtime = self._runtime_for(state)
@@ -308,10 +321,10 @@ class ServerManager:
         for name in names:
             if name not in running:
                 runtime.remove(name)  # dead leftovers of a crashed run
-        if not running or (state is not None and state.state == "failed"):
+        if not running or (state is not None and state.state == Phase.FAILED):
             for name in running:
                 runtime.remove(name)
-            if state is not None and state.state != "failed":
+            if state is not None and state.state != Phase.FAILED:
                 clear_state(self.paths)
             return False
         name = running[0]
@@ -351,7 +364,8 @@ class ServerManager:
             profile = self.profile()
         except ServerManagerError:
             return None
-        if profile.kind != "container":
+        engine_class = ENGINES.get(profile.kind)
+        if engine_class is None or not engine_class.uses_runtime:
             return None
         try:
             return Runtime(detect_runtime(profile.runtime or self.settings.container_runtime))
@@ -414,59 +428,47 @@ class ServerManager:
             return self._status_without_state(gpus)
         status = ServerStatus(
             profile=state.profile,
-            state="starting",
+            state=Phase.STARTING,
             stage=state.stage,
             endpoint=state.endpoint,
             model=state.model,
             container=state.container or None,
             restarts=state.restarts,
             error=state.error or None,
+            outcome=state.outcome,
+            external=state.external,
         )
-        if state.kind == "external":
+        if state.external:
             self._probe_into(status, read_api_key(self.paths))
             return status
         if gpus:
             self._gpus_into(status, state.profile)
-        if state.state == "failed":
-            status.state = "failed"
+        if state.state in (Phase.FAILED, Phase.RUNTIME_DOWN):
+            status.state = state.state
             return status
         if not supervisor_running(state):
             if probe.health(state.endpoint) == "unreachable":
-                status.state, status.stage = "stopped", None
+                status.state, status.stage = Phase.STOPPED, None
                 status.error = "The server is not running (its supervisor ended unexpectedly)."
                 return status
-            engine = state.process_identity
-            if state.kind == "native" and engine is not None and engine.alive():
-                status.error = (
-                    f"The native server (pid {engine.pid}) runs without its supervisor, so "
-                    f"nothing restarts it and its log has stopped; `longdoc server start` "
-                    f"stops it and starts a fresh one."
-                )
-            elif state.kind == "native":
-                status.error = (
-                    "Something answers at the server's address, but not the server Longdoc "
-                    "started; `longdoc server start` will find the port in use."
-                )
-            else:
-                status.error = (
-                    "The server runs without its supervisor; `longdoc server start` adopts it."
-                )
+            engine = ENGINES.get(state.kind)
+            if engine is not None:
+                status.error = engine.orphan_note(state)
             self._probe_into(status, read_api_key(self.paths))
             return status
-        if state.state == "stopping":
-            status.state, status.stage = "busy", "stopping"
-        elif state.state == "ready":
+        if state.state == Phase.STOPPING:
+            status.state, status.stage = Phase.BUSY, "stopping"
+        elif state.state == Phase.READY:
             self._probe_into(status, read_api_key(self.paths))
         return status
 
     def _status_without_state(self, gpus: bool) -> ServerStatus:
-        status = ServerStatus(profile=self.settings.profile, state="stopped")
+        status = ServerStatus(profile=self.settings.profile, state=Phase.STOPPED)
         with contextlib.suppress(ServerManagerError):
             profile = self.profile()
-            if profile.kind == "external":
-                status.endpoint, status.model = profile.endpoint, profile.model_name
-                self._probe_into(status, profile.api_key)
-                return status
+            if profile.is_external:
+                found = look(profile.endpoint, profile.api_key, profile.model_name)
+                return ServerStatus.of(found, profile.name)
         if gpus:
             self._gpus_into(status, self.settings.profile)
         return status
@@ -485,21 +487,21 @@ class ServerManager:
         base = status.endpoint or ""
         reply = probe.get(f"{base}/metrics")
         if reply.status == 200:
-            status.metrics = probe.parse_metrics(reply.body.decode("utf-8", "replace"))
+            status.metrics = probe.parse_metrics(reply.text)
             queued = status.metrics.get("running_requests", 0) + status.metrics.get(
                 "queued_requests", 0
             )
-            status.state = "busy" if queued > 0 else "ready"
+            status.state = Phase.BUSY if queued > 0 else Phase.READY
             status.stage = "ready"
             return
         if reply.status == 0:
-            status.state = "stopped" if status.state == "stopped" else "busy"
+            status.state = Phase.STOPPED if status.state == Phase.STOPPED else Phase.BUSY
             if status.profile and status.error is None:
                 status.error = f"Nothing answers at {base}."
             return
         # No metrics (disabled, or a timeout during a long prefill): ask /health instead.
         health = probe.health(base)
-        status.state = "ready" if health == "ok" else "busy"
+        status.state = Phase.READY if health == "ok" else Phase.BUSY
         status.stage = "ready"
 
     # ----- clients, logs, watching ----------------------------------------------------------
@@ -535,21 +537,27 @@ def connection_for(data_dir: Path, settings: ManagerSettings) -> Connection | No
     """
     paths = Paths(Path(data_dir))
     state = read_state(paths)
-    if state is not None and state.state != "failed":
-        if state.kind == "external":
+    if state is not None and state.state != Phase.FAILED:
+        if state.external:
             with contextlib.suppress(ServerManagerError):
                 profile = load_profile(state.profile, Path(data_dir))
                 return _external(profile)
-        elif state.state == "ready" or supervisor_running(state):
+        elif state.state == Phase.READY or supervisor_running(state):
             engine = _engine(state.profile, Path(data_dir))
             return Connection(state.endpoint, read_api_key(paths), state.model, engine)
     try:
         profile = load_profile(settings.profile, Path(data_dir))
     except ServerManagerError:
         return None
-    if profile.kind == "external":
+    if profile.is_external:
         return _external(profile)
     return None
+
+
+def endpoint_status(url: str, api_key: str, model: str = "") -> ServerStatus:
+    """How a server Longdoc does not manage is doing (``LONGDOC_ENDPOINT``, the app's
+    external mode): one look at it, as a status."""
+    return ServerStatus.of(look(url, api_key, model))
 
 
 def _engine(profile_name: str, data_dir: Path) -> str:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from longdoc_net.endpoint import api_root
 from server_manager.errors import ProfileInvalid
 
 Kind = Literal["container", "native", "external"]
@@ -133,10 +134,15 @@ class Profile:
         return Path(self.model_dir).name if self.model_dir else ""
 
     @property
+    def is_external(self) -> bool:
+        """A server Longdoc only talks to: nothing to run, stop or adopt."""
+        return self.kind == "external"
+
+    @property
     def endpoint(self) -> str:
         """Base URL clients use (no ``/v1``)."""
-        if self.kind == "external":
-            return self.url.rstrip("/")
+        if self.is_external:
+            return api_root(self.url)
         return f"http://127.0.0.1:{self.port}"
 
     @property
@@ -162,7 +168,7 @@ _NOT_KEYS = ("name", "source", "user_file")
 class _Key:
     """How one TOML key is checked and converted."""
 
-    kind: str
+    shape: str
     choices: tuple[str, ...] = ()
 
 
@@ -204,6 +210,17 @@ ENGINES: tuple[str, ...] = _PROFILE_KEYS["engine"].choices
 GPU_VENDORS: tuple[str, ...] = _PROFILE_KEYS["gpu_vendor"].choices
 
 
+# What each kind of profile cannot do without.
+_REQUIRED: dict[str, tuple[tuple[str, str], ...]] = {
+    "container": (
+        ("image", "is required for a container profile"),
+        ("model_dir", "is required (the local directory holding the model)"),
+    ),
+    "native": (("model_dir", "is required (the local directory holding the model)"),),
+    "external": (("url", "must start with http:// or https:// for an external profile"),),
+}
+
+
 def _check_type(path: Path, key: str, value: Any, spec: _Key) -> None:
     ok = {
         _STR: isinstance(value, str),
@@ -212,9 +229,9 @@ def _check_type(path: Path, key: str, value: Any, spec: _Key) -> None:
         _LIST: isinstance(value, list) and all(isinstance(v, str) for v in value),
         _TABLE: isinstance(value, dict) and all(isinstance(v, str) for v in value.values()),
         _SUBTABLE: isinstance(value, dict),
-    }[spec.kind]
+    }[spec.shape]
     if not ok:
-        raise ProfileInvalid(f"{path}: {key} must be {spec.kind}, not {value!r}.")
+        raise ProfileInvalid(f"{path}: {key} must be {spec.shape}, not {value!r}.")
 
 
 def _check_keys(path: Path, raw: Mapping[str, Any]) -> None:
@@ -230,11 +247,11 @@ def _check_keys(path: Path, raw: Mapping[str, Any]) -> None:
 
 def _convert(spec: _Key, value: Any) -> Any:
     """TOML value to the field's Python type (lists become tuples, ints become floats)."""
-    if spec.kind == _LIST:
+    if spec.shape == _LIST:
         return tuple(value)
-    if spec.kind == _TABLE:
+    if spec.shape == _TABLE:
         return dict(value)
-    if spec.kind == _NUM:
+    if spec.shape == _NUM:
         return float(value)
     return value
 
@@ -402,11 +419,10 @@ def profile_from_dict(
             arg.format(**dict.fromkeys(PLACEHOLDERS, ""))
         except (KeyError, IndexError, ValueError) as exc:
             raise bad("engine_args", f"entry {arg!r} uses an unknown placeholder ({exc})") from exc
-    if kind == "container" and not raw.get("image"):
-        raise bad("image", "is required for a container profile")
-    if kind in ("container", "native") and not raw.get("model_dir"):
-        raise bad("model_dir", "is required (the local directory holding the model)")
-    if kind == "external" and not str(raw.get("url", "")).startswith(("http://", "https://")):
+    for key, why in _REQUIRED.get(str(kind), ()):
+        if not raw.get(key):
+            raise bad(key, why)
+    if raw.get("url") and not str(raw["url"]).startswith(("http://", "https://")):
         raise bad("url", "must start with http:// or https:// for an external profile")
 
     values: dict[str, Any] = {
@@ -475,6 +491,12 @@ def engine_args(profile: Profile, *, tp_size: int, host: str, model_path: str) -
             args += ["--reasoning-parser", profile.reasoning_parser]
         if profile.tool_call_parser:
             args += ["--enable-auto-tool-choice", "--tool-call-parser", profile.tool_call_parser]
+        # Qwen3.5's hybrid layers: prefix caching is opt-in on vLLM and, for them, keeps
+        # states in the "align" mode (vllm/config/cache.py MambaCacheMode; the flags are
+        # registered in vllm/engine/arg_utils.py); cached_tokens in the usage only with
+        # --enable-prompt-tokens-details (vllm/entrypoints/openai/cli_args.py).
+        args += ["--enable-prefix-caching", "--mamba-cache-mode", "align"]
+        args += ["--enable-prompt-tokens-details"]
         if profile.context_length:
             args += ["--max-model-len", str(profile.context_length)]
         args += ["--tensor-parallel-size", str(tp_size)]

@@ -17,6 +17,7 @@ from typing import Any
 from server_manager.errors import (
     NoContainerRuntime,
     RunRefused,
+    RuntimeDown,
     RuntimePermission,
     ServerManagerError,
 )
@@ -150,11 +151,23 @@ class Runtime:
             ) from exc
         except OSError as exc:
             raise NoContainerRuntime(f"Cannot run {self.executable}: {exc.strerror}.") from exc
+        if result.returncode != 0 and _is_daemon_down(result.stderr or result.stdout):
+            raise self.daemon_down()
         if check and result.returncode != 0:
             raise RuntimePermission(
                 f"{self.name} {args[0]} failed: {_summary(result.stderr or result.stdout)}"
             )
         return result
+
+    def daemon_down(self) -> RuntimeDown:
+        """The one sentence for a daemon that does not answer, naming how to start it."""
+        daemon = "docker daemon (dockerd)" if self.name == "docker" else f"{self.name} service"
+        start = (
+            "sudo systemctl start docker"
+            if self.name == "docker"
+            else "systemctl --user start podman.socket"
+        )
+        return RuntimeDown(f"The {daemon} is not running, or is restarting: start it (`{start}`).")
 
     def check_usable(self) -> None:
         """Raise RuntimePermission when this user cannot talk to the runtime."""
@@ -221,6 +234,22 @@ class Runtime:
         """The value of ``label`` on container ``name``; None when no such container."""
         state = self.inspect(name)
         return None if state is None else state.labels.get(label, "")
+
+
+# What docker and podman (remote) say when their daemon's socket has nobody behind it.
+_DAEMON_DOWN = (
+    "cannot connect to the docker daemon",
+    "is the docker daemon running",
+    "cannot connect to podman",
+    "unable to connect to podman socket",
+    "error during connect",
+)
+
+
+def _is_daemon_down(detail: str) -> bool:
+    """The runtime's words for "my daemon does not answer" (stopped, or restarting)."""
+    lowered = detail.lower()
+    return any(words in lowered for words in _DAEMON_DOWN) and "permission denied" not in lowered
 
 
 def _is_permission_problem(detail: str) -> bool:

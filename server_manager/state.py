@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from longdoc_net.endpoint import Phase
 from server_manager.errors import DataDirUnusable, ServerFailed
 from server_manager.processes import ProcessIdentity, identify
 
@@ -97,7 +98,7 @@ class ServerState:
     endpoint: str
     model: str
     port: int = 0
-    state: str = "starting"  # starting | ready | failed | stopping
+    state: Phase = Phase.STARTING
     stage: str = "starting_container"
     stages: list[str] = field(default_factory=list)
     runtime: str = ""
@@ -111,6 +112,8 @@ class ServerState:
     restarts: int = 0
     error: str = ""
     error_code: int = 0  # the exit code of a failure (the error's type, for the CLI edge)
+    # How the last run's process ended (ProcessOutcome.to_json: exit code, signal, OOM).
+    outcome: dict[str, Any] | None = None
     max_total_num_tokens: int | None = None
     context_len: int | None = None
     started_at: float = field(default_factory=time.time)
@@ -125,7 +128,15 @@ class ServerState:
     def from_json(cls, data: dict[str, Any]) -> ServerState:
         """Tolerates unknown keys (a newer Longdoc wrote the file)."""
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        values = {k: v for k, v in data.items() if k in known}
+        phase = values.get("state", Phase.STARTING)
+        values["state"] = Phase(phase) if phase in Phase._value2member_map_ else Phase.FAILED
+        return cls(**values)
+
+    @property
+    def external(self) -> bool:
+        """A server Longdoc only talks to (an external profile's)."""
+        return self.kind == "external"
 
     @property
     def supervisor_identity(self) -> ProcessIdentity | None:

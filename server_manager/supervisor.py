@@ -22,26 +22,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from longdoc_net.endpoint import Phase
 from server_manager import probe
+from server_manager.engines import Engine, ProcessOutcome, engine_for
 from server_manager.errors import (
     EXIT_SERVER_FAILED,
     RunRefused,
+    RuntimeDown,
     RuntimePermission,
     ServerManagerError,
 )
 from server_manager.logs import ServerLog, redactor
-from server_manager.processes import ProcessIdentity, identify, identify_started
-from server_manager.profiles import (
-    LABEL_HOME,
-    Profile,
-    container_argv,
-    container_env,
-    engine_config_text,
-    env_file_text,
-    load_profile,
-    native_argv,
-    native_env,
-)
+from server_manager.processes import ProcessIdentity, identify
+from server_manager.profiles import Profile, engine_config_text, load_profile
 from server_manager.progress import STAGE_BY_KEY, LoadProgress, Stage
 from server_manager.runtime import Runtime
 from server_manager.state import (
@@ -68,6 +61,18 @@ POLL_READY_S = 2.0
 LIVENESS_EVERY_S = 5.0
 
 
+# While the runtime's daemon is down, how often to ask whether it is back.
+POLL_RUNTIME_S = 2.0
+
+
+class _Resume(Exception):
+    """The runtime came back and the server had ended meanwhile (``ended`` says how)."""
+
+    def __init__(self, ended: ProcessOutcome) -> None:
+        super().__init__(ended.describe())
+        self.ended = ended
+
+
 def supervisor_running(state: ServerState | None) -> bool:
     """True when the state's supervisor is the very process recorded (not a pid reused)."""
     identity = state.supervisor_identity if state is not None else None
@@ -76,11 +81,25 @@ def supervisor_running(state: ServerState | None) -> bool:
 
 @dataclass(frozen=True)
 class Outcome:
-    """Why the server is down: the sentence, whether restarting could help, the exit code."""
+    """Why the server is down: how its process ended (when it did), the sentence, whether
+    restarting could help, and the exit code a failure reports."""
 
     reason: str
     restartable: bool = True
     exit_code: int = EXIT_SERVER_FAILED
+    process: ProcessOutcome | None = None
+    resume: bool = False  # the runtime is back and the server with it: no failure
+
+    @classmethod
+    def ended(cls, process: ProcessOutcome) -> Outcome:
+        """The server's process ended: an OOM kill is not restarted (it would recur)."""
+        reason = process.describe()
+        if process.oom:
+            reason += (
+                "; not restarted, since the same settings would run out of memory again: "
+                "lower context_length or mem_fraction_static in the profile, then start it"
+            )
+        return cls(reason, process.restartable, process=process)
 
 
 class Supervisor:
@@ -90,6 +109,10 @@ class Supervisor:
         self.paths = paths
         self.profile = profile
         self.runtime = Runtime(runtime) if runtime else None
+        engine = engine_for(profile, paths, self.runtime)
+        if engine is None:
+            raise ServerManagerError(f"Profile {profile.name} names a server Longdoc does not run.")
+        self.engine: Engine = engine
         self.tp_size = tp_size
         self.key = api_key(paths)
         self._redact = redactor(self.key)
@@ -99,9 +122,6 @@ class Supervisor:
         self.progress = LoadProgress()
         self.tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
         self.server_log = ServerLog(paths.log_file)
-        self._process: subprocess.Popen[bytes] | None = None
-        self._container_id = ""
-        self._follower: subprocess.Popen[bytes] | None = None
         self._reader: threading.Thread | None = None
         self._run_stages: set[Stage] = set()  # stages of the current run (reset on restart)
 
@@ -182,6 +202,12 @@ class Supervisor:
                     log.info("state no longer names this supervisor; exiting")
                     self._remove_server()
                     return 0
+                if outcome.resume:
+                    # The runtime's daemon came back without the server: start it again
+                    # at once; the server did not fail, so nothing counts as a restart.
+                    log.info("%s; starting the server again", outcome.reason)
+                    self._remove_server()
+                    continue
                 delay = (
                     self.profile.restart.next_delay(restarts_at, time.monotonic())
                     if outcome.restartable
@@ -195,7 +221,7 @@ class Supervisor:
                 # The dead engine's pid and container are forgotten before the wait: a
                 # stop during the backoff must find nothing of it to signal.
                 self._update(
-                    state="starting",
+                    state=Phase.STARTING,
                     restarts=self.state.restarts + 1,
                     error=f"{outcome.reason}; restarting in {delay:g} s.",
                     pid=0,
@@ -233,52 +259,19 @@ class Supervisor:
         self._run_stages = set()
         with self._lock:
             self.state.stages = []  # progress is per run: a restart does not replay the last
-        self._update(state="starting", pid=0, process=None, container_id="")
+        self._update(state=Phase.STARTING, pid=0, process=None, container_id="", outcome=None)
         self._reach(Stage.STARTING_CONTAINER)
         profile = self.profile
         try:
             if profile.engine == "sglang":
                 write_private(self.paths.engine_config, engine_config_text(self.key))
-            if profile.kind == "container":
-                assert self.runtime is not None
-                self._remove_own_container()
-                write_private(
-                    self.paths.engine_env, env_file_text(container_env(profile, self.key))
-                )
-                argv = container_argv(
-                    profile,
-                    runtime=self.runtime.executable,
-                    tp_size=self.tp_size,
-                    home=self.paths.home,
-                    env_file=self.paths.engine_env,
-                    config_file=self.paths.engine_config,
-                )
-                log.info("running %s", self._redact(" ".join(argv)))
-                self._container_id = self.runtime.run(argv)
-                self._update(container_id=self._container_id)
-                self._follow_container(tail=None)
-            else:
-                argv = native_argv(
-                    profile, tp_size=self.tp_size, config_file=self.paths.engine_config
-                )
-                log.info("running %s", self._redact(" ".join(argv)))
-                process = subprocess.Popen(
-                    argv,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    env=native_env(profile, os.environ, self.key),
-                    cwd=profile.workdir or None,
-                    # Its own process group, so stop reaches SGLang's scheduler children too.
-                    start_new_session=True,
-                )
-                self._process = process
-                identity = identify_started(process.pid)
-                self._update(
-                    pid=process.pid, process=identity.to_json() if identity is not None else None
-                )
-                assert process.stdout is not None
-                self._start_reader(process.stdout)
+            self._update(
+                **self.engine.launch(self.key, self.tp_size, self._redact, self._start_reader)
+            )
+        except RuntimeDown as exc:
+            if not self._await_runtime(exc):
+                return None  # stopped meanwhile: the watch sees the stop request
+            return Outcome("The container runtime is back; starting the server", resume=True)
         except (RunRefused, RuntimePermission) as exc:
             # Permanent: the same run would be refused again, so no backoff and no retry.
             return Outcome(str(exc), restartable=False, exit_code=exc.exit_code)
@@ -289,47 +282,12 @@ class Supervisor:
         self.server_log.write(f"--- longdoc: started profile {profile.name} ---")
         return None
 
-    def _remove_own_container(self) -> None:
-        """Remove a leftover container of ours by the profile's name; never someone else's."""
-        assert self.runtime is not None
-        name = self.profile.container_name
-        owner = self.runtime.owner(name, LABEL_HOME)
-        if owner is None:
-            return
-        if owner != str(self.paths.home):
-            raise RunRefused(
-                f"A container named {name} that this Longdoc did not start already exists "
-                f"(label {LABEL_HOME}={owner or 'none'}); it is left alone: remove it, or set "
-                f"another port in {self.profile.user_file}."
-            )
-        self.runtime.remove(name)
-
     def _attach(self) -> Outcome | None:
-        """Adopt a container that is already running (its supervisor died)."""
-        log.info("adopting running container %s", self.profile.container_name)
-        assert self.runtime is not None
+        """Adopt a server that is already running (its supervisor died)."""
         # The run goes on: its stages so far stay recorded, and are not recorded twice.
         self._run_stages = {STAGE_BY_KEY[k] for k in self.state.stages if k in STAGE_BY_KEY}
-        inspected = self.runtime.inspect(self.profile.container_name)
-        self._container_id = inspected.id if inspected is not None else ""
-        self._update(container_id=self._container_id)
-        self._follow_container(tail=0)
+        self._update(**self.engine.attach(self._start_reader))
         return None
-
-    def _follow_container(self, tail: int | None) -> None:
-        assert self.runtime is not None
-        args = [self.runtime.executable, "logs", "--follow"]
-        if tail is not None:
-            args += ["--tail", str(tail)]
-        follower = subprocess.Popen(
-            [*args, self.profile.container_name],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-        self._follower = follower
-        assert follower.stdout is not None
-        self._start_reader(follower.stdout)
 
     def _start_reader(self, stream: IO[bytes]) -> None:
         reader = threading.Thread(
@@ -360,9 +318,17 @@ class Supervisor:
         last_live = time.monotonic()
         next_liveness = 0.0
         while not self.stop_requested.wait(POLL_READY_S if ready else POLL_STARTING_S):
-            exited = self._exited()
-            if exited is not None:
-                return Outcome(exited)
+            try:
+                ended = self._ended()
+            except _Resume as back:
+                return Outcome(
+                    "The container runtime is back, without the server it had when it "
+                    f"went away ({back.ended.describe()})",
+                    resume=True,
+                    process=back.ended,
+                )
+            if ended is not None:
+                return Outcome.ended(ended)
             now = time.monotonic()
             base = self.profile.endpoint
             if not ready:
@@ -372,7 +338,7 @@ class Supervisor:
                     ready = True
                     last_live = now
                     self._reach(Stage.READY)
-                    self._update(state="ready", error="")
+                    self._update(state=Phase.READY, error="")
                     log.info("ready at %s", base)
                 elif now - started > self.profile.ready_timeout_s:
                     return Outcome(
@@ -384,8 +350,7 @@ class Supervisor:
             if now < next_liveness:
                 continue
             next_liveness = now + LIVENESS_EVERY_S
-            reply = probe.get(f"{base}/v1/models", self.key, timeout=10.0)
-            if reply.status != 0:  # any answer, even a timeout (408), means it is alive
+            if probe.answers(base, self.key, timeout=10.0):
                 last_live = now
             elif now - last_live > self.profile.ready_timeout_s:
                 return Outcome(
@@ -393,32 +358,48 @@ class Supervisor:
                 )
         return None
 
-    def _exited(self) -> str | None:
-        """Why the server process is gone, or None while it runs."""
-        if self.profile.kind == "container":
-            assert self.runtime is not None
-            try:
-                st = self.runtime.inspect(self.profile.container_name)
-            except ServerManagerError as exc:  # a hung runtime is not a dead server
-                log.warning("inspect failed: %s", exc)
-                return None
-            if st is None or (self._container_id and st.id != self._container_id):
-                return "The server container disappeared (removed outside Longdoc)"
-            if st.running:
-                return None
-            return f"The server container {st.describe_exit()}"
-        process = self._process
-        if process is None:
-            return "The server process is gone"
-        if not _exited_unreaped(process):
+    def _ended(self) -> ProcessOutcome | None:
+        """How the server ended, or None while it runs (or while its runtime is not there
+        to ask: a daemon that went away is waited for, see ``_wait_for_runtime``)."""
+        try:
+            return self.engine.ended()
+        except RuntimeDown as exc:
+            return self._wait_for_runtime(exc)
+        except ServerManagerError as exc:  # a hung runtime is not a dead server
+            log.warning("inspect failed: %s", exc)
             return None
-        # Its group's leftovers (SGLang's schedulers) go while the unreaped leader still
-        # holds the pid, so the group id cannot have passed to anyone else.
-        _signal_group(process, signal.SIGKILL)
-        code = process.wait()
-        if code < 0:
-            return f"The server process was killed by signal {-code}"
-        return f"The server process exited with code {code}"
+
+    def _wait_for_runtime(self, down: RuntimeDown) -> ProcessOutcome | None:
+        """The daemon went away while the server ran: wait for it, then follow the server
+        again, or start it again if the daemon came back without it (``_Resume``)."""
+        was = self.state.state
+        if not self._await_runtime(down):
+            return None
+        try:
+            ended = self.engine.ended()
+        except ServerManagerError:
+            return None  # asked again at the next look
+        if ended is None:
+            self._update(state=was, error="")
+            self.engine.attach(self._start_reader)
+            return None
+        raise _Resume(ended)
+
+    def _await_runtime(self, down: RuntimeDown) -> bool:
+        """Say the runtime's daemon is down (one state, one line) and wait, restarting
+        nothing, until it answers again (True) or a stop is requested (False)."""
+        log.warning("%s; waiting for it to come back", down)
+        self.engine.close_output()  # the log follower ended with the daemon
+        self._update(state=Phase.RUNTIME_DOWN, error=f"{down} The server resumes when it is back.")
+        assert self.runtime is not None
+        while not self.stop_requested.wait(POLL_RUNTIME_S):
+            try:
+                self.runtime.check_usable()
+            except ServerManagerError:
+                continue
+            log.info("the container runtime is back")
+            return True
+        return False
 
     # ----- ending -------------------------------------------------------------------------
 
@@ -426,39 +407,16 @@ class Supervisor:
         """Let the log reader drain the last lines of a server that ended."""
         if self._reader is not None:
             self._reader.join(timeout=5)
-        if self._follower is not None:
-            with contextlib.suppress(ProcessLookupError):
-                self._follower.kill()
-            self._follower.wait()
-            self._follower = None
+        self.engine.close_output()
 
     def _remove_server(self) -> None:
         """Make sure nothing of the last run is left (a dead container is removed too)."""
-        if self.profile.kind == "container":
-            assert self.runtime is not None
-            name = self.profile.container_name
-            with contextlib.suppress(ServerManagerError):
-                # By id when known: the very container this supervisor ran; else by name
-                # only if it carries this home's label (a refused run can leave one).
-                if self._container_id:
-                    self.runtime.remove(self._container_id)
-                elif self.runtime.owner(name, LABEL_HOME) == str(self.paths.home):
-                    self.runtime.remove(name)
-        elif self._process is not None:
-            _kill_group(self._process, 0)
-            self._process = None
+        self.engine.remove()
 
     def _shutdown(self) -> None:
         """Graceful stop (SIGTERM), forceful after the grace period; leaves nothing."""
-        self._update(state="stopping")
-        grace = self.profile.grace_period_s
-        if self.profile.kind == "container":
-            assert self.runtime is not None
-            if self._container_id:
-                with contextlib.suppress(ServerManagerError):
-                    self.runtime.stop(self._container_id, grace)
-        elif self._process is not None:
-            _kill_group(self._process, grace)
+        self._update(state=Phase.STOPPING)
+        self.engine.stop(self.profile.grace_period_s)
         self._collect()
         self._remove_server()
 
@@ -474,36 +432,14 @@ class Supervisor:
             why += " Last log lines:\n" + "\n".join(self.tail)
         log.error("%s", why)
         self._remove_server()
-        self._update(state="failed", error=why, error_code=outcome.exit_code, pid=0, process=None)
-
-
-def _exited_unreaped(process: subprocess.Popen[bytes]) -> bool:
-    """True once the process has exited, leaving it unreaped (its pid stays reserved)."""
-    if process.returncode is not None:
-        return True
-    try:
-        info = os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return True
-    return info is not None
-
-
-def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
-    """Signal the process's group, only while its leader is not yet reaped (ours for sure)."""
-    if process.returncode is None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signum)
-
-
-def _kill_group(process: subprocess.Popen[bytes], grace: float) -> None:
-    """SIGTERM the process group, SIGKILL it after ``grace`` seconds, then reap the leader."""
-    _signal_group(process, signal.SIGTERM if grace > 0 else signal.SIGKILL)
-    deadline = time.monotonic() + (grace if grace > 0 else 10)
-    while not _exited_unreaped(process) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    # Children that outlived the leader (SGLang's schedulers) are in the same group.
-    _signal_group(process, signal.SIGKILL)
-    process.wait(timeout=10)
+        self._update(
+            state=Phase.FAILED,
+            error=why,
+            error_code=outcome.exit_code,
+            pid=0,
+            process=None,
+            outcome=outcome.process.to_json() if outcome.process is not None else None,
+        )
 
 
 def spawn(
@@ -595,7 +531,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with locked(paths):
             state = read_state(paths)
             if state is not None:
-                state.state, state.error, state.error_code = "failed", str(exc), exc.exit_code
+                state.state, state.error, state.error_code = Phase.FAILED, str(exc), exc.exit_code
                 write_state(paths, state)
         return 1
     return Supervisor(paths, profile, args.runtime, args.tp_size).run(adopt=args.adopt)

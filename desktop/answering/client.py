@@ -10,7 +10,6 @@ and a stream without ``[DONE]``. Every failure becomes one typed error from
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import socket
 import threading
@@ -35,6 +34,19 @@ from desktop.errors import (
     StreamBroken,
 )
 from desktop.net import auth_headers, http_client
+from longdoc_net.endpoint import (
+    Engine,
+    EngineFacts,
+    ModelCard,
+    Reply,
+    api_root,
+    error_message,
+    is_context_error,
+    known_facts,
+    parse_models,
+    recognise,
+    v1_url,
+)
 
 log = logging.getLogger("longdoc.client")
 
@@ -46,8 +58,8 @@ INTER_CHUNK_TIMEOUT_S = 120.0
 
 # Engines known to take fields beyond OpenAI's chat API. A strict OpenAI-compatible server
 # (transformers serve) answers 422 to any unknown field, so an unknown server gets none.
-SGLANG = "sglang"
-VLLM = "vllm"
+SGLANG = Engine.SGLANG.value
+VLLM = Engine.VLLM.value
 
 
 @dataclass(frozen=True)
@@ -58,64 +70,28 @@ class ModelInfo:
     max_model_len: int | None
 
 
-def _base(url: str) -> str:
-    """Normalise an endpoint to the ``.../v1`` base the openai package wants."""
-    url = url.rstrip("/")
-    return url if url.endswith("/v1") else url + "/v1"
-
-
 def first_token_timeout(prompt_tokens: int, min_prefill_rate: int) -> float:
     """Seconds to wait for the first token: a slow GPU's prefill time plus a margin."""
     return 60.0 + prompt_tokens / max(min_prefill_rate, 1)
 
 
-def _error_message(body: Any) -> str:
-    """The message inside any of the error body shapes servers send."""
-    if isinstance(body, dict):
-        for key in ("error", "detail", "message"):
-            inner = body.get(key)
-            if isinstance(inner, dict):
-                return _error_message(inner)
-            if isinstance(inner, str) and inner:
-                return inner
-            if isinstance(inner, list) and inner:  # FastAPI validation errors
-                return "; ".join(
-                    str(i.get("msg", i)) if isinstance(i, dict) else str(i) for i in inner
-                )
-    if isinstance(body, str):
-        try:
-            return _error_message(json.loads(body))
-        except ValueError:
-            return body.strip()
-    return ""
-
-
-def _is_context_error(message: str) -> bool:
-    text = message.lower()
-    return (
-        "context length" in text
-        or "maximum context" in text
-        or "exceeds the maximum allowed length" in text
-    )
-
-
-def engine_from_server_info(info: dict[str, Any]) -> str:
-    """``sglang`` when ``/server_info`` has SGLang's scheduler fields, else ""."""
-    return SGLANG if "max_req_input_len" in info or "max_total_num_tokens" in info else ""
-
-
 class ChatClient:
     """One server endpoint: model listing, token counting, streamed answers.
 
-    ``engine`` is ``sglang`` or ``vllm`` when known (the managed profile's engine, or SGLang
-    found by its ``/server_info``); only then do requests carry that engine's own fields.
+    ``engine`` is ``sglang`` or ``vllm`` when known beforehand (the managed profile's);
+    otherwise the engine is recognised once (:meth:`facts`) and only then do requests carry
+    that engine's own fields, or go to its own routes.
     """
 
     def __init__(self, url: str, api_key: str, engine: str = "") -> None:
         self.url = url.rstrip("/")
-        self.base_url = _base(url)
+        self.root = api_root(url)
+        self.base_url = v1_url(url)
         self.api_key = api_key
         self.engine = engine
+        self._facts: EngineFacts | None = None
+        self._cards: list[ModelCard] | None = None
+        self._facts_lock = threading.Lock()
         self._http = http_client(url, httpx2.Timeout(INFO_TIMEOUT_S, connect=CONNECT_TIMEOUT_S))
         self._client = openai.OpenAI(
             base_url=self.base_url,
@@ -132,15 +108,21 @@ class ChatClient:
         self._client.close()
         self._http.close()
 
+    def _known_engine(self) -> Engine | None:
+        """The engine as far as known now (no request): recognised, else the profile's."""
+        facts = self._facts or known_facts(self.engine)
+        return facts.engine if facts is not None else None
+
     def extra_body(self, thinking: bool, rid: str) -> dict[str, Any]:
         """The fields a chat request adds for the engine (only OpenAI's own for an unknown one)."""
-        if self.engine == SGLANG:
+        engine = self._known_engine()
+        if engine == Engine.SGLANG:
             return {
                 "chat_template_kwargs": {"enable_thinking": thinking},
                 "separate_reasoning": True,
                 "rid": rid,
             }
-        if self.engine == VLLM:
+        if engine == Engine.VLLM:
             return {"chat_template_kwargs": {"enable_thinking": thinking}}
         # OpenAI's own switch (in its API schema, so strict servers accept it); SGLang reads
         # it as enable_thinking=false, others may ignore it.
@@ -159,7 +141,7 @@ class ChatClient:
             )
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
-            message = _error_message(exc.body) or _error_message(exc.response.text) or str(exc)
+            message = error_message(exc.body) or error_message(exc.response.text) or str(exc)
             if status in (401, 403):
                 return AuthenticationFailed(
                     f"The server at {where} refused the API key ({status}); check api_key in "
@@ -172,12 +154,12 @@ class ChatClient:
                 )
             if status == 404:
                 return ServerError(f"The server at {where} does not know this request: {message}")
-            if _is_context_error(message):
+            if is_context_error(message):
                 return ContextTooLong(f"The server rejected the prompt as too long: {message}")
             return ServerError(f"The server at {where} answered {status}: {message}")
         if isinstance(exc, openai.APIError):
-            message = _error_message(exc.body) or exc.message
-            if _is_context_error(message):
+            message = error_message(exc.body) or exc.message
+            if is_context_error(message):
                 return ContextTooLong(f"The server rejected the prompt as too long: {message}")
             return StreamBroken(f"The server at {where} broke off the answer: {message}")
         return ServerError(f"Unexpected failure talking to {where}: {exc}")
@@ -190,40 +172,65 @@ class ChatClient:
             page = self._client.models.list()
         except openai.OpenAIError as exc:
             raise self._translate(exc) from exc
-        result = []
-        for card in page.data:
-            extra = card.model_extra or {}
-            length = extra.get("max_model_len") or extra.get("context_length")
-            result.append(ModelInfo(card.id, int(length) if isinstance(length, int) else None))
-        return result
+        cards = parse_models({"data": [card.model_dump() for card in page.data]}) or []
+        self._cards = cards
+        return [ModelInfo(card.id, card.max_model_len) for card in cards]
+
+    def _get(self, url: str) -> Reply:
+        """GET for engine recognition: never raises, status 0 when nothing answered."""
+        try:
+            response = self._http.get(url, headers=auth_headers(self.api_key))
+        except (httpx2.HTTPError, OSError, RuntimeError):
+            return Reply(0)
+        return Reply(response.status_code, response.content)
+
+    def facts(self) -> EngineFacts:
+        """The engine behind the endpoint and what it offers, recognised once: from
+        ``/v1/models`` (``owned_by``), then the one route that engine has."""
+        with self._facts_lock:
+            if self._facts is not None:
+                return self._facts
+        cards = self._cards if self._cards is not None else None
+        if cards is None:
+            self.models()
+            cards = self._cards or []
+        facts = recognise(self.root, self.api_key, cards, fetch=self._get)
+        profile = known_facts(self.engine)
+        if facts.engine == Engine.OPENAI and profile is not None:
+            facts = profile  # a managed engine that hid itself (a router in front)
+        log.debug("engine at %s: %s", self.root, facts.engine)
+        with self._facts_lock:
+            self._facts = facts
+        return facts
 
     def server_info(self) -> dict[str, Any]:
-        """SGLang's ``/server_info`` (resolved args, ``max_req_input_len``); {} if absent."""
+        """SGLang's ``/server_info`` (resolved args, ``max_req_input_len``); {} for another
+        engine (asked once, with the recognition)."""
         try:
-            response = self._http.get(
-                self.url.removesuffix("/v1") + "/server_info", headers=auth_headers(self.api_key)
-            )
-            data = response.json() if response.status_code == 200 else None
-        except (httpx2.HTTPError, OSError, ValueError):
-            return {}  # optional: other servers do not have it
-        return data if isinstance(data, dict) else {}
+            return dict(self.facts().info)
+        except LongdocError:
+            return {}
 
     def count_tokens(
         self, messages: list[dict[str, Any]], model: str, thinking: bool
     ) -> int | None:
-        """The server's own count of the rendered prompt, or None if it cannot say."""
+        """The server's own count of the rendered prompt (SGLang's ``/v1/tokenize``, vLLM's
+        ``/tokenize``), or None if it cannot say; an engine without one is not asked."""
+        path = self.facts().tokenize_path
+        if path is None:
+            return None
+        body = {
+            "model": model,
+            "messages": messages,
+            "chat_template_kwargs": {"enable_thinking": thinking},
+            "add_generation_prompt": True,
+        }
         try:
-            data = self._client.post(
-                "/tokenize",
-                body={
-                    "model": model,
-                    "messages": messages,
-                    "chat_template_kwargs": {"enable_thinking": thinking},
-                    "add_generation_prompt": True,
-                },
-                cast_to=object,
+            response = self._http.post(
+                self.root + path, json=body, headers=auth_headers(self.api_key)
             )
-        except openai.OpenAIError:
+            data = response.json() if response.status_code == 200 else None
+        except (httpx2.HTTPError, OSError, ValueError):
             return None  # older SGLang accepts only "prompt"; the local count stands
         count = data.get("count") if isinstance(data, dict) else None
         return count if isinstance(count, int) else None
@@ -253,13 +260,14 @@ class ChatClient:
 
     def abort(self, rid: str) -> None:
         """Ask SGLang to drop a request now (closing the stream alone takes ~2-4 s)."""
-        if self.engine != SGLANG:
+        facts = self._facts or known_facts(self.engine)
+        if facts is None or not facts.aborts_by_rid:
             return  # the request carried no rid: closing the stream is all there is
         # Already gone is fine: closing the stream aborts it anyway. RuntimeError: the
         # client was closed meanwhile (the app quitting); its closed socket aborts too.
         with contextlib.suppress(httpx2.HTTPError, OSError, RuntimeError):
             self._http.post(
-                self.url.removesuffix("/v1") + "/abort_request",
+                self.root + "/abort_request",
                 json={"rid": rid},
                 headers=auth_headers(self.api_key),
                 timeout=3,

@@ -23,6 +23,10 @@ class Sent:
     # ``prompt_tokens`` is the larger, which the budget used.
     local_tokens: int = 0
     server_tokens: int | None = None
+    # Pages of the range the answer cannot use (damaged, or scanned for a server that
+    # reads no images), and the warnings about them that belong to the document.
+    unread_pages: list[int] = field(default_factory=list)
+    document_warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

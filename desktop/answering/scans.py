@@ -50,6 +50,15 @@ def scanned_pages(doc: Document, pages: PageRange) -> list[int]:
     return [n for n in doc.empty_pages if pages.first <= n <= pages.last]
 
 
+def damaged_pages(doc: Document, pages: PageRange) -> list[int]:
+    """The pages of a PDF in ``pages`` that PDFium could not load (read as unread)."""
+    if doc.kind != "pdf":
+        return []
+    from desktop.documents.pdf import unread_pages
+
+    return [n for n in unread_pages(doc.metadata) if pages.first <= n <= pages.last]
+
+
 def describe_pages(numbers: list[int], doc: Document) -> str:
     """``page 3`` / ``pages 3 and 7`` / ``pages 3, 7 and 9``, by printed label."""
     labels = [doc.pages[n - 1].label for n in numbers]

@@ -20,7 +20,6 @@ from desktop.answering.client import (
     ChatClient,
     ModelInfo,
     StreamingAnswer,
-    engine_from_server_info,
     first_token_timeout,
 )
 from desktop.answering.conversation import check_document, follow_up_pages, refuse_if_too_long
@@ -34,6 +33,7 @@ from desktop.answering.events import (
     StreamEvent,
     Usage,
 )
+from desktop.answering.prefill import CACHE_TRUST_S
 from desktop.answering.prompt import (
     PROMPT_VERSION,
     PageRange,
@@ -46,6 +46,7 @@ from desktop.answering.prompt import (
 from desktop.answering.scans import (
     build_image_messages,
     count_image_prompt_tokens,
+    damaged_pages,
     page_images,
     reads_images,
     scanned_pages,
@@ -60,7 +61,9 @@ from desktop.documents.layout import counts_current
 from desktop.documents.model import Document
 from desktop.errors import (
     Cancelled,
+    ContextTooLong,
     ContextUnknown,
+    DocumentTooLarge,
     LongdocError,
     ModelNotServed,
     NoServerConfigured,
@@ -69,6 +72,7 @@ from desktop.errors import (
     UsageError,
 )
 from desktop.store.db import EndpointModel, NewTurn, Store
+from longdoc_net.endpoint import Engine, refused_context
 
 log = logging.getLogger("longdoc.answering")
 
@@ -76,6 +80,9 @@ log = logging.getLogger("longdoc.answering")
 # The question of a chat-route warm-up (servers without a raw-prompt route): only the
 # prefix before it matters to the cache.
 PREWARM_QUESTION = "Reply with OK."
+
+# Any server computes the last prompt token again and may round a hit down to its page.
+MIN_WARM_SLACK = 64
 
 # Partial answers reach the store at least this often, so a killed process loses at most
 # the last moment of the answer.
@@ -102,13 +109,20 @@ class Warmed:
     cached_tokens: int | None
     route: str
     seconds: float
+    granularity: int = 64
 
     @property
     def was_warm(self) -> bool:
-        """True when the server already held (almost) the whole prefix."""
-        # A server always computes the last prompt token again, and may round a hit down
-        # to its page or checkpoint size (up to 64 tokens).
-        return self.cached_tokens is not None and self.cached_tokens >= self.prefix_tokens - 64
+        """True when the server already held (almost) the whole prefix.
+
+        A server always computes the last prompt token again and resumes a hybrid model
+        only at a checkpoint: within the engine's ``granularity`` (vLLM's block size,
+        SGLang's chunk size) of the end, which is as close as a warm-up of an already
+        warm prefix gets; a fresh prefix finds nothing (0) or only a shared beginning.
+        """
+        cached = self.cached_tokens
+        slack = max(self.granularity, MIN_WARM_SLACK)
+        return cached is not None and cached > 0 and cached >= self.prefix_tokens - slack
 
 
 @dataclass(frozen=True)
@@ -232,6 +246,10 @@ class Plan:
     key: AnswerKey
     local_tokens: int = 0
     server_tokens: int | None = None  # the server's count, when asked and available
+    # Pages the answer cannot use (damaged, or scanned for a server that reads no images)
+    # and what the user is told about the scanned ones (ask --json's document fields).
+    unread_pages: list[int] = field(default_factory=list)
+    unread_warnings: list[str] = field(default_factory=list)
 
 
 class Answerer:
@@ -250,8 +268,10 @@ class Answerer:
         # model the endpoint serves, and page counts of documents stored by an older layout.
         self._seen: EndpointModel | None = None
         self._counted: dict[str, Document] = {}
-        # The raw-prompt routes still worth trying for warm-ups (a 404 removes one).
-        self._routes: list[Route] = list(ROUTES)
+        # The raw-prompt routes still worth trying for warm-ups (the engine's own, once it
+        # is known; a 404 removes one), and the prefixes warmed here: (sha, first, last).
+        self._routes: list[Route] | None = None
+        self._warm: set[tuple[str, int, int]] = set()
 
     def close(self) -> None:
         """Release the HTTP client."""
@@ -291,11 +311,8 @@ class Answerer:
             context, stated_by = stated, self.endpoint.stated_by
         else:
             context, stated_by = reported, ""
-        info = self.client.server_info()
-        if not self.client.engine:
-            self.client.engine = engine_from_server_info(info)
-        max_input = info.get("max_req_input_len")
-        return ContextLimits(context, max_input if isinstance(max_input, int) else None, stated_by)
+        max_input = self.client.facts().max_req_input_len
+        return ContextLimits(context, max_input, stated_by)
 
     def limits(self) -> ContextLimits:
         """What the server accepts: context length and input limit (asked once)."""
@@ -313,7 +330,9 @@ class Answerer:
         with self._lock:
             known = self._reads_images
         if known is None:
-            known = reads_images(self.endpoint.url, self.endpoint.api_key)
+            # Only SGLang says (/model_info); any other engine is sent text only, unasked.
+            sglang = self.client.facts().engine == Engine.SGLANG
+            known = sglang and reads_images(self.endpoint.url, self.endpoint.api_key)
             with self._lock:
                 self._reads_images = known
         return known
@@ -418,8 +437,12 @@ class Answerer:
             else None
         )
         budget = plan_budget(max(local, server or 0), limits, reserve)
+        unread = damaged_pages(doc, pages)
+        unread_notes: list[str] = []
         if scanned and not self.reads_images():
-            budget.warnings.append(unread_warning(scanned, doc))
+            unread_notes.append(unread_warning(scanned, doc))
+            budget.warnings.extend(unread_notes)
+            unread = sorted({*unread, *scanned})
         if not budget.fits and question.thread is not None and history:
             _, alone = self.prompt(doc, pages, question.text, question.thinking)
             refuse_if_too_long(
@@ -428,7 +451,9 @@ class Answerer:
         if not budget.fits:
             raise refusal(doc, pages, budget)
         key = self.cache_key(question, info.id, reserve)
-        return Plan(question, pages, info.id, messages, budget, key, local, server)
+        return Plan(
+            question, pages, info.id, messages, budget, key, local, server, unread, unread_notes
+        )
 
     def _save_counts(self, doc: Document) -> None:
         """Keep per-page counts made now (a document stored by an older layout)."""
@@ -486,7 +511,7 @@ class Answerer:
         cancel = cancel or threading.Event()
         if cancel.is_set():
             raise Cancelled()
-        info = self.model()
+        self.model()
         doc = document
         pages = pages or full_range(doc)
         if scanned_pages(doc, pages) and self.reads_images():
@@ -504,8 +529,29 @@ class Answerer:
         if not budget.fits:
             raise refusal(doc, pages, budget)
         timeout = first_token_timeout(size, self.settings.min_prefill_rate)
+        warmed = self._prewarm_raw(doc, pages, size, timeout, cancel)
+        return warmed or self._prewarm_chat(doc, pages, size, timeout, cancel)
+
+    def _warm_routes(self) -> list[Route]:
+        """The raw-prompt routes of this endpoint's engine not found missing yet."""
+        with self._lock:
+            if self._routes is not None:
+                return list(self._routes)
+        known = self.client.facts().raw_prompt_routes
+        routes = [r for r in ROUTES if r in known]
+        with self._lock:
+            if self._routes is None:
+                self._routes = routes
+            return list(self._routes)
+
+    def _prewarm_raw(
+        self, doc: Document, pages: PageRange, size: int, timeout: float, cancel: threading.Event
+    ) -> Warmed | None:
+        """The exact prefix through the engine's raw-prompt route; None when it has none."""
+        info = self.model()
         prompt = cacheable_prefix(doc, pages)
-        for route in list(self._routes):
+        granularity = self.client.facts().granularity
+        for route in self._warm_routes():
             try:
                 done: Prefilled = prefill(
                     self.endpoint.url,
@@ -518,11 +564,61 @@ class Answerer:
                 )
             except RouteMissing:
                 with self._lock:
-                    if route in self._routes:
+                    if self._routes is not None and route in self._routes:
                         self._routes.remove(route)
                 continue
-            return Warmed(size, done.prompt_tokens, done.cached_tokens, route, done.seconds)
-        return self._prewarm_chat(doc, pages, size, timeout, cancel)
+            with self._lock:
+                self._warm.add((doc.sha256, pages.first, pages.last))
+            return Warmed(
+                size, done.prompt_tokens, done.cached_tokens, route, done.seconds, granularity
+            )
+        return None
+
+    def warm_first(self, question: Question, plan: Plan, cancel: threading.Event) -> None:
+        """Before the first question about a prefix (a document, or a page range) on this
+        endpoint, have the server prefill exactly that prefix through a raw-prompt route.
+
+        Only for engines that keep a hybrid model's states at checkpoints (SGLang, vLLM):
+        the question's own request would leave a state only at a chunk end inside the
+        document, so the next question would redo the rest (71% reuse measured on vLLM).
+        Never a chat request (a question stays one chat request); a prefix is known warm
+        when it was warmed here, or an earlier answer on this endpoint reused it.
+        """
+        doc, pages = question.document, plan.pages
+        key = (doc.sha256, pages.first, pages.last)
+        with self._lock:
+            if key in self._warm:
+                return
+        facts = self.client.facts()
+        if not facts.keeps_hybrid_states or (scanned_pages(doc, pages) and self.reads_images()):
+            return
+        size = prefix_tokens(doc, pages)
+        if self._reused_before(doc, pages, size, facts.granularity):
+            with self._lock:
+                self._warm.add(key)
+            return
+        timeout = first_token_timeout(size, self.settings.min_prefill_rate)
+        try:
+            self._prewarm_raw(doc, pages, size, timeout, cancel)
+        except Cancelled:
+            raise
+        except LongdocError as exc:
+            # The question itself goes on and reports whatever is wrong with the server.
+            log.info("warm-up before the question failed: %s", exc)
+
+    def _reused_before(self, doc: Document, pages: PageRange, size: int, granularity: int) -> bool:
+        """An answer on this endpoint about these pages reused the whole prefix, recently:
+        the server held it then (a question alone leaves no state at the prefix's end)."""
+        recent = time.time() - CACHE_TRUST_S
+        slack = max(granularity, MIN_WARM_SLACK)
+        return any(
+            a.extra.get("endpoint") == self.endpoint.url
+            and (a.first_page, a.last_page) == (pages.first, pages.last)
+            and a.created_at >= recent
+            and a.cached_tokens is not None
+            and a.cached_tokens >= size - slack
+            for a in self.store.answers_for(doc.sha256)
+        )
 
     def _prewarm_chat(
         self,
@@ -579,6 +675,7 @@ class Answerer:
             yield self._serve_hit(question, hit.answer)
             return
         plan = self.plan(question)
+        self.warm_first(question, plan, cancel)
         extra = {"endpoint": self.endpoint.url, "pid": os.getpid()}
         created_at = time.time()
         with self._lock:
@@ -604,6 +701,8 @@ class Answerer:
                 last_page=plan.pages.last,
                 page_count=len(question.document.pages),
                 warnings=list(plan.budget.warnings),
+                unread_pages=list(plan.unread_pages),
+                document_warnings=list(plan.unread_warnings),
                 local_tokens=plan.local_tokens,
                 server_tokens=plan.server_tokens,
             )
@@ -633,6 +732,10 @@ class Answerer:
                 stream.cancel()
             self._finish(record, AnswerStatus.INCOMPLETE, error="stopped")
             raise
+        except ContextTooLong as exc:
+            refused = self._refused(question, plan, exc)
+            self._finish(record, AnswerStatus.FAILED, error=str(refused))
+            raise refused from exc
         except LongdocError as exc:
             cancelled = isinstance(exc, Cancelled)
             status = AnswerStatus.INCOMPLETE if cancelled else AnswerStatus.FAILED
@@ -655,6 +758,18 @@ class Answerer:
         answer = record.stored(plan.key, status, finished.finish_reason, created_at, extra)
         answer.citations = checked
         yield Stored(answer, from_cache=False, thread_id=thread_id)
+
+    def _refused(self, question: Question, plan: Plan, exc: ContextTooLong) -> DocumentTooLarge:
+        """The engine's own "too long" refusal as Longdoc's own: the exact count Longdoc
+        made, the limit the engine named (vLLM's "at least N" is only a bound), and pages
+        that fit."""
+        limits = plan.budget.limits
+        named = refused_context(str(exc))
+        if named is not None and named < limits.context_length:
+            limits = ContextLimits(named, limits.max_input, "the server's refusal")
+        reserve = question.max_tokens or self.settings.answer_reserve
+        budget = plan_budget(plan.budget.prompt_tokens, limits, reserve)
+        return refusal(question.document, plan.pages, budget)
 
     def _finish(
         self,

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import httpx2
 
-from desktop.answering.client import CONNECT_TIMEOUT_S, _error_message, _is_context_error
+from desktop.answering.client import CONNECT_TIMEOUT_S
 from desktop.errors import (
     AuthenticationFailed,
     Cancelled,
@@ -30,6 +30,7 @@ from desktop.errors import (
     ServerUnreachable,
 )
 from desktop.net import auth_headers, http_client, is_loopback
+from longdoc_net.endpoint import api_root, error_message, is_context_error
 
 Route = Literal["generate", "completions"]
 ROUTES: tuple[Route, ...] = ("generate", "completions")
@@ -47,10 +48,6 @@ class Prefilled:
 
 class RouteMissing(Exception):
     """The server has no such endpoint (404/405): try the next route."""
-
-
-def _root(url: str) -> str:
-    return url.rstrip("/").removesuffix("/v1")
 
 
 def _int(value: Any) -> int | None:
@@ -90,7 +87,7 @@ def prefill(
     and the usual typed errors (unreachable, loading, key refused, too long, server error).
     """
     rid = uuid.uuid4().hex
-    root = _root(url)
+    root = api_root(url)
     if route == "generate":
         path = "/generate"
         body: dict[str, Any] = {
@@ -125,8 +122,10 @@ def prefill(
     threading.Thread(target=send, daemon=True, name="longdoc-prefill").start()
     while not done.wait(0.05):
         if cancel.is_set():
+            # /generate carries the rid SGLang aborts by; any other route's request ends
+            # with its connection (vLLM aborts on disconnect; it has no /abort_request).
             threading.Thread(
-                target=_abort_until_done,
+                target=_abort_until_done if route == "generate" else _close,
                 args=(root, api_key, rid, done, http),
                 daemon=True,
                 name="longdoc-prefill-abort",
@@ -158,7 +157,7 @@ def prefill(
     except (ValueError, json.JSONDecodeError):
         data = response.text
     if status >= 400:
-        message = _error_message(data) or response.text.strip() or f"HTTP {status}"
+        message = error_message(data) or response.text.strip() or f"HTTP {status}"
         if status in (401, 403):
             raise AuthenticationFailed(
                 f"The server at {url} refused the API key ({status}); check api_key in "
@@ -166,7 +165,7 @@ def prefill(
             )
         if status == 503:
             raise ServerLoading(f"The server at {url} is still loading the model (503).")
-        if _is_context_error(message):
+        if is_context_error(message):
             raise ContextTooLong(f"The server rejected the prompt as too long: {message}")
         raise ServerError(f"The server at {url} answered {status} to {path}: {message}")
     prompt_tokens, cached = _read(route, data)
@@ -182,6 +181,12 @@ def _abort_until_done(
         if done.wait(0.5):
             break
     http.close()
+
+
+def _close(root: str, api_key: str, rid: str, done: threading.Event, http: httpx2.Client) -> None:
+    """End a raw-prompt request the engine aborts on disconnect: close its connection."""
+    with contextlib.suppress(Exception):
+        http.close()
 
 
 def _abort(root: str, api_key: str, rid: str) -> None:

@@ -102,7 +102,7 @@ def report_token_check(local: int, remote: int | None) -> None:
     if remote is None:
         print(
             f"Prompt: {local:,} tokens (the server cannot count chat messages; "
-            "SGLang 0.5.15 or newer can).",
+            "SGLang 0.5.15 or newer and vLLM can).",
             file=sys.stderr,
         )
     elif remote == local:
@@ -151,6 +151,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from desktop.answering.events import AnswerDelta, ReasoningDelta, Sent, Stored
     from desktop.answering.format import ago, truncation_note
     from desktop.answering.pages import PageRange, describe, parse_range
+    from desktop.answering.scans import damaged_pages
     from desktop.answering.service import Answerer, Question, resolve_endpoint
     from desktop.cli.common import managed_server, open_store, warn
     from desktop.cli.ingest import json_path
@@ -162,6 +163,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
     store = open_store()
     try:
         doc, _ = open_document(args.path, store)
+        if not args.json:  # with --json they are the document's "warnings"
+            for note in doc.warnings:
+                warn(f"{display_path(args.path)}: {note}")
         pages = None
         if args.pages:
             try:
@@ -181,12 +185,14 @@ def cmd_ask(args: argparse.Namespace) -> int:
             )
         tty_err = sys.stderr.isatty()
         final: Stored | None = None
+        sent: Sent | None = None
         in_reasoning = False
         answered = False
         events = answerer.ask(question)
         try:
             for event in events:
                 if isinstance(event, Sent):
+                    sent = event
                     if args.check_tokens:
                         report_token_check(event.local_tokens, event.server_tokens)
                     for warning in event.warnings:
@@ -227,7 +233,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
         if answer.truncated:
             warn(truncation_note(answer))
         if args.json:
-            document = document_json(doc, json_path(args.path))
+            # Unread pages: from what was sent, else (a cached answer) the damaged ones.
+            unread = (
+                sent.unread_pages if sent is not None else damaged_pages(doc, question.page_range())
+            )
+            notes = [*doc.warnings, *(sent.document_warnings if sent is not None else [])]
+            document = document_json(doc, json_path(args.path), warnings=notes, unread_pages=unread)
             print(json.dumps(ask_json(final, args.question, document), ensure_ascii=False))
         else:
             if final.from_cache:

@@ -25,6 +25,7 @@ from desktop.errors import (
     LongdocError,
     exit_codes_help,
 )
+from longdoc_net.endpoint import Phase
 from server_manager import ServerManager, ServerManagerError, ServerStatus, Stage
 from server_manager.errors import (
     EXIT_IMAGE_MISSING,
@@ -35,9 +36,11 @@ from server_manager.errors import (
     EXIT_OTHER_SERVER_RUNNING,
     EXIT_PORT_IN_USE,
     EXIT_PROFILE_INVALID,
+    EXIT_RUNTIME_DOWN,
     EXIT_RUNTIME_PERMISSION,
     EXIT_SERVER_FAILED,
 )
+from server_manager.manager import endpoint_status
 
 # Only the codes each subcommand can return (desktop.errors.EXIT_CODES words them).
 _START = (
@@ -52,13 +55,15 @@ _START = (
     EXIT_PROFILE_INVALID,
     EXIT_SERVER_FAILED,
     EXIT_OTHER_SERVER_RUNNING,
+    EXIT_RUNTIME_DOWN,  # the runtime's daemon is down (docker version cannot reach it)
 )
 SUBCOMMAND_EXIT_CODES: dict[str, tuple[int, ...]] = {
     "start": _START,
     "restart": _START,
     # The runtime not answering; another process holding the start/stop lock.
     "stop": (*COMMON_EXIT_CODES, EXIT_RUNTIME_PERMISSION, EXIT_SERVER_FAILED),
-    "status": COMMON_EXIT_CODES,
+    # An endpoint that does not answer or refuses the key (4); the runtime's daemon down.
+    "status": (*COMMON_EXIT_CODES, EXIT_SERVER_UNAVAILABLE, EXIT_RUNTIME_DOWN),
     "logs": (*COMMON_EXIT_CODES, EXIT_NOT_RUNNING),
     # Talks to the server (4, 5) and reports a missed needle (7).
     "selftest": (
@@ -180,12 +185,31 @@ def _format_status(status: ServerStatus) -> str:
 
 @_edge
 def cmd_status(args: argparse.Namespace) -> int:
-    """Print the server's state (``--json``: the documented object)."""
-    status = _manager(args).status()
+    """Print the server's state (``--json``: the documented object).
+
+    With an endpoint set (``LONGDOC_ENDPOINT``, ``endpoint`` in longdoc.toml) the state of
+    that server, which Longdoc does not manage. Exit 0 unless the server cannot be used:
+    4 when an endpoint (or an external profile's server) does not answer or refuses the
+    key, 20 while the container runtime's daemon is down.
+    """
+    settings = load_settings()
+    if settings.endpoint:
+        status = endpoint_status(settings.endpoint, settings.api_key, settings.model)
+    else:
+        status = _manager(args).status()
     if args.json:
         _print_json(status.to_json())
     else:
         print(_format_status(status))
+    return _status_code(status)
+
+
+def _status_code(status: ServerStatus) -> int:
+    """The exit code of ``server status``: whether the server can be used now."""
+    if status.state == Phase.RUNTIME_DOWN:
+        return EXIT_RUNTIME_DOWN
+    if status.external and status.state in (Phase.STOPPED, Phase.FAILED):
+        return EXIT_SERVER_UNAVAILABLE
     return 0
 
 

@@ -29,12 +29,12 @@ from xml.etree import ElementTree as ET
 
 from desktop.documents.html_text import html_paragraphs
 from desktop.documents.model import Document, OutlineEntry, Page
+from desktop.documents.titles import TITLE_MAX, choose_title
 from desktop.errors import DocumentEmpty, DocumentEncrypted, DocumentUnreadable
 
 DOCX_SUFFIXES = frozenset({".docx", ".docm"})
 
 PAGE_CHARS = 4_000
-TITLE_MAX = 120
 # A document.xml past this size is a zip bomb, not a Word file (the largest real ones
 # are tens of MB).
 MAX_PART_BYTES = 512 << 20
@@ -167,6 +167,7 @@ _NOTE_REFERENCES = {f"{_W}footnoteReference": "", f"{_W}endnoteReference": "e"}
 _NOTE_SEPARATORS = frozenset({"separator", "continuationSeparator", "continuationNotice"})
 NOTES_SECTION = "§ Notes"
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+_NOTE_MARK = re.compile(r"\[\^e?[\w-]+\]")
 _LEADING_NUMBER = re.compile(r"^(?:§\s*)?(\d+(?:\.\d+)*)\.?(?=\s)")
 _HEADING_NAME = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
 _ROMAN = [
@@ -311,13 +312,25 @@ def extract_docx(path: Path, data: bytes) -> Document:
         for b in blocks
         if b.heading_level is not None
     ]
-    title = properties.pop("Title", "") or reader.title or (outline[0].title if outline else "")
+    title = choose_title(
+        [
+            properties.pop("Title", ""),
+            reader.title,
+            *(entry.title for entry in outline),
+            *(
+                _NOTE_MARK.sub("", _heading_title(b.text))
+                for b in blocks
+                if b.section != NOTES_SECTION
+            ),
+        ],
+        path.stem,
+    )
     metadata = {"Format": "Word (.docx)", **properties}
     return Document(
         sha256="",
         path=str(path),
         kind="docx",
-        title=(title or path.stem)[:TITLE_MAX].rstrip(),
+        title=title,
         pages=pages,
         outline=outline,
         metadata=metadata,

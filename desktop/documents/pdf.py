@@ -12,6 +12,7 @@ import ctypes
 import re
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pypdfium2 as pdfium
@@ -19,6 +20,7 @@ import pypdfium2.raw as pdfium_c
 
 from desktop.documents.model import Document, OutlineEntry, Page
 from desktop.documents.pdf_forms import insert, locate, page_items, page_text, read_signatures
+from desktop.documents.titles import choose_title
 from desktop.errors import DocumentEmpty, DocumentEncrypted, DocumentUnreadable
 
 # PDFium is not thread-safe: every call into it, including closing handles, happens
@@ -29,7 +31,6 @@ EXTRACTOR_NAME = f"pdfium-{pdfium.PYPDFIUM_INFO.version}"
 
 # Useless titles that some producers write into the metadata.
 _JUNK_TITLES = {"untitled", "untitled document", "title", "document", "(anonymous)"}
-TITLE_MAX = 120
 # How many page numbers a warning lists before it says "...".
 _WARN_LIST_MAX = 20
 
@@ -233,20 +234,27 @@ def _metadata(pdf: pdfium.PdfDocument) -> dict[str, str]:
     return result
 
 
+# Lines that are Longdoc's marks for form values, comments and unread pages, not a title.
+_MARKED_LINE = ("[Field:", "[Note", "[Text box", "[Signature", "☒", "☐", UNREAD_PAGE)
+
+
 def _title(
     metadata: dict[str, str], outline: list[OutlineEntry], pages: list[Page], path: Path
 ) -> str:
-    """Metadata title, else the first bookmark, else the first line of text, else the stem."""
-    title = metadata.get("Title", "")
-    if title and title.lower() not in _JUNK_TITLES:
-        return title[:TITLE_MAX].rstrip()
-    if outline:
-        return outline[0].title[:TITLE_MAX].rstrip()
-    for page in pages:
-        for line in page.text.splitlines():
-            if line.strip():
-                return " ".join(line.split())[:TITLE_MAX].rstrip()
-    return clean_field(path.stem) or path.name
+    """Metadata title, else the first bookmark, else the first line of text, else the stem
+    (each only if readable: see titles.choose_title)."""
+
+    def candidates() -> Iterator[str]:
+        title = metadata.get("Title", "")
+        if title.lower() not in _JUNK_TITLES:
+            yield title
+        yield from (entry.title for entry in outline[:1])
+        for page in pages:
+            for line in page.text.splitlines():
+                if line.strip() and not line.startswith(_MARKED_LINE):
+                    yield line
+
+    return choose_title(candidates(), clean_field(path.stem) or path.name)
 
 
 def unread_warning(unread: list[int], n_pages: int) -> str:

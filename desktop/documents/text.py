@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from desktop.documents.model import Document, OutlineEntry, Page
+from desktop.documents.titles import choose_title
 from desktop.errors import DocumentEmpty, DocumentUnreadable
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
@@ -22,7 +24,6 @@ SECTION_CHARS = 4_000
 # Without a blank line in sight a section is cut between two lines at this size, so a
 # log file without paragraphs still gets page-sized sections.
 SECTION_HARD_CHARS = 2 * SECTION_CHARS
-TITLE_MAX = 120
 
 # C0 controls except tab, newline and form feed (ANSI colour codes in logs, stray bytes).
 _CONTROL = re.compile("[\x00-\x08\x0b\x0d-\x1f\x7f]")
@@ -222,16 +223,15 @@ def _title(
     markdown: bool,
     path: Path,
 ) -> str:
-    """Front-matter title, first ``# heading``, first non-empty line, else the file stem."""
-    if front_title:
-        return front_title[:TITLE_MAX].rstrip()
-    if markdown:
-        for entry in outline:
-            if entry.level == 0:
-                return entry.title[:TITLE_MAX].rstrip()
-    for lines in page_lines:
-        for line in lines:
-            words = line.lstrip(" #").split() if markdown else line.split()
-            if words:
-                return " ".join(words)[:TITLE_MAX].rstrip()
-    return path.stem
+    """Front-matter title, first ``# heading``, first non-empty line, else the file stem
+    (each only if readable: see titles.choose_title)."""
+
+    def candidates() -> Iterator[str | None]:
+        yield front_title
+        if markdown:
+            yield from (entry.title for entry in outline if entry.level == 0)
+        for lines in page_lines:
+            for line in lines:
+                yield line.lstrip(" #") if markdown else line
+
+    return choose_title(candidates(), path.stem)

@@ -23,6 +23,7 @@ from pathlib import Path
 from desktop.documents.layout import defuse
 from desktop.documents.model import Document, OutlineEntry, Page
 from desktop.documents.text import decode_bytes
+from desktop.documents.titles import TITLE_MAX, choose_title
 from desktop.errors import DocumentEmpty
 
 TRANSCRIPT_SUFFIXES = frozenset({".vtt", ".srt"})
@@ -30,7 +31,6 @@ TRANSCRIPT_SUFFIXES = frozenset({".vtt", ".srt"})
 PAGE_SECONDS = 300
 LINE_SECONDS = 30
 LINE_CHARS = 600
-TITLE_MAX = 120
 _WARN_LIST_MAX = 10
 
 # 00:41:12.345, 41:12.345, 0:41:12,345, 00:41:12 (hours optional; SRT's comma accepted in
@@ -184,7 +184,7 @@ def extract_transcript(path: Path, data: bytes) -> Document:
         sha256="",
         path=str(path),
         kind="transcript",
-        title=(title or path.stem)[:TITLE_MAX].rstrip(),
+        title=choose_title([title], path.stem),
         pages=pages,
         outline=_outline(pages),
         metadata=metadata,

@@ -16,7 +16,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -70,6 +70,8 @@ class DocumentSummary:
     chars: int
     empty_pages: int
     opened_at: float
+    # The extraction warnings (damaged pages, unread parts...), for the library row.
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -341,9 +343,9 @@ class Store:
         with self._read() as conn:
             rows = conn.execute(
                 "SELECT sha256, path, title, kind, page_count, tokens, chars, empty_pages,"
-                " opened_at FROM documents ORDER BY opened_at DESC"
+                " opened_at, warnings FROM documents ORDER BY opened_at DESC"
             ).fetchall()
-        return [DocumentSummary(*r) for r in rows]
+        return [_summary_of(r) for r in rows]
 
     def document_summary(self, sha256: str) -> DocumentSummary | None:
         """One library row by hash, or None."""
@@ -357,10 +359,11 @@ class Store:
         with self._read() as conn:
             row = conn.execute(
                 "SELECT sha256, path, title, kind, page_count, tokens, chars, empty_pages,"
-                f" opened_at FROM documents WHERE {column} = ? ORDER BY opened_at DESC LIMIT 1",
+                f" opened_at, warnings FROM documents WHERE {column} = ?"
+                " ORDER BY opened_at DESC LIMIT 1",
                 [value],
             ).fetchone()
-        return DocumentSummary(*row) if row else None
+        return _summary_of(row) if row else None
 
     def remove_document(self, sha256: str) -> None:
         """Forget a document, its pages and its answers (the search index follows: triggers).
@@ -769,3 +772,16 @@ def set_aside(path: Path) -> Path:
         if source.exists():
             source.rename(Path(f"{target}{suffix}"))
     return target
+
+
+def _summary_of(row: Sequence[Any]) -> DocumentSummary:
+    """A library row from ``SELECT ..., opened_at, warnings`` (warnings stored as JSON)."""
+    try:
+        warnings = json.loads(row[9] or "[]")
+    except ValueError:
+        warnings = []
+    notes = tuple(str(w) for w in warnings) if isinstance(warnings, list) else ()
+    sha256, path, title, kind, pages, tokens, chars, empty_pages, opened_at = row[:9]
+    return DocumentSummary(
+        sha256, path, title, kind, pages, tokens, chars, empty_pages, opened_at, notes
+    )

@@ -147,6 +147,13 @@ class DocumentView(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addWidget(self.toolbar)
+        # What extraction could not read (damaged pages, parts not read), above the page.
+        self.warnings_label = QLabel()
+        self.warnings_label.setObjectName("documentWarnings")
+        self.warnings_label.setWordWrap(True)
+        self.warnings_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.warnings_label.setVisible(False)
+        layout.addWidget(self.warnings_label)
         layout.addWidget(self.stack, 1)
         self.clear()
 
@@ -175,6 +182,8 @@ class DocumentView(QWidget):
         self.stack.setCurrentIndex(0)
         self.toolbar.setEnabled(False)
         self.toolbar.setVisible(False)  # the empty state is just the invitation to drop
+        self.warnings_label.clear()
+        self.warnings_label.setVisible(False)
         self.page_edit.clear()
         self.page_count_label.clear()
         self.hits_label.clear()
@@ -189,6 +198,9 @@ class DocumentView(QWidget):
         path = Path(doc.path)
         self.toolbar.setEnabled(True)
         self.toolbar.setVisible(True)
+        if doc.warnings:
+            self.warnings_label.setText("\n".join(f"Warning: {w}" for w in doc.warnings))
+            self.warnings_label.setVisible(True)
         self.page_count_label.setText(f"of {len(doc.pages)}")
         self._current = 0
         self._pending_page = 1

@@ -26,7 +26,8 @@ from PySide6.QtWidgets import (
 from desktop.config import Settings, load_settings, save_settings
 from desktop.errors import ConfigError
 from desktop.ui import messages, tasks
-from desktop.ui.server_panel import base_url, describe_status, external_status
+from desktop.ui.server_panel import describe_status, external_status
+from longdoc_net.endpoint import api_root as base_url
 from server_manager import ServerStatus
 
 # The column of text stays readable on a wide window.

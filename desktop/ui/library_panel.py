@@ -82,6 +82,7 @@ def summary_of(doc: Document, opened_at: float = 0.0) -> DocumentSummary:
         chars=doc.chars,
         empty_pages=len(doc.empty_pages),
         opened_at=opened_at,
+        warnings=tuple(doc.warnings),
     )
 
 
@@ -151,7 +152,8 @@ class LibraryModel(QAbstractTableModel):
             return self.fits(row)[0]
         if role == Qt.ItemDataRole.ToolTipRole:
             if column == 0:
-                return row.path
+                # The path, and what extraction could not read (damaged pages, parts).
+                return "\n".join([row.path, *(f"Warning: {w}" for w in row.warnings)])
             if column == 1 and row.empty_pages:
                 return f"{plural(row.empty_pages, 'page')} without text (scanned?)"
             if column == FITS_COLUMN:
@@ -160,7 +162,7 @@ class LibraryModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.TextAlignmentRole and column in (1, 2):
             return Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
         if role == Qt.ItemDataRole.DecorationRole and column == 0:
-            return self._icons.get("ready")
+            return self._icons.get("warning" if row.warnings else "ready")
         return None
 
     def _status_data(self, row: StatusRow, column: int, role: int) -> Any:
@@ -358,6 +360,8 @@ class LibraryPanel(QWidget):
                 "queued": style.standardIcon(QStyle.StandardPixmap.SP_FileIcon),
                 "reading": style.standardIcon(QStyle.StandardPixmap.SP_BrowserReload),
                 "failed": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning),
+                # A stored document that extraction could not read completely.
+                "warning": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxInformation),
             },
             self.palette().placeholderText(),
         )

@@ -32,7 +32,9 @@ from PySide6.QtWidgets import (
 from desktop.config import Settings, data_dir, load_settings, save_settings
 from desktop.errors import ConfigError
 from desktop.ui import messages, tasks
-from server_manager import ServerManager, ServerStatus, probe
+from longdoc_net.endpoint import Phase
+from server_manager import ServerManager, ServerStatus
+from server_manager.manager import endpoint_status
 from server_manager.profiles import available_profiles
 
 log = logging.getLogger("longdoc.ui.server")
@@ -46,64 +48,14 @@ STATE_COLORS = {
     "busy": QColor(52, 120, 246),
     "starting": QColor(219, 150, 20),
     "failed": QColor(214, 69, 65),
+    "runtime_down": QColor(219, 150, 20),
     "stopped": QColor(128, 128, 128),
 }
 
 
-def base_url(url: str) -> str:
-    """An endpoint without a trailing ``/v1``."""
-    url = url.rstrip("/")
-    return url[: -len("/v1")] if url.endswith("/v1") else url
-
-
 def external_status(settings: Settings) -> ServerStatus:
     """How the configured external endpoint is doing (blocking: HTTP with short timeouts)."""
-    url = base_url(settings.endpoint)
-    status = ServerStatus(profile="external", state="stopped", endpoint=url)
-    status.model = settings.model or None
-    health = probe.health(url)
-    if health == "unreachable":
-        status.error = f"Nothing answers at {url}."
-        return status
-    if health == "unauthorized":
-        status.state = "failed"
-        status.error = f"The server at {url} refused the API key."
-        return status
-    status.metrics = probe.metrics(url)
-    working = status.metrics.get("running_requests", 0) + status.metrics.get("queued_requests", 0)
-    if health == "busy":
-        # 503 while loading the model; a long prefill can also starve /health.
-        status.state, status.stage = ("busy", "ready") if working else ("starting", "loading")
-        return status
-    listed = listed_model(url, settings.api_key, settings.model)
-    if listed is None:
-        status.state = "failed"
-        wanted = f"model {settings.model!r}" if settings.model else "any model"
-        status.error = f"The server at {url} does not list {wanted} (or refused the API key)."
-        return status
-    status.model, context = listed
-    if context and "context_len" not in status.metrics:
-        status.metrics["context_len"] = float(context)
-    status.state, status.stage = ("busy" if working else "ready"), "ready"
-    return status
-
-
-def listed_model(url: str, api_key: str, wanted: str) -> tuple[str, int | None] | None:
-    """The model ``/v1/models`` lists (``wanted``, or the first) and its context length if
-    it says (``max_model_len``; many servers do not); None when it lists no such model."""
-    reply = probe.get(f"{url}/v1/models", api_key)
-    data = reply.json() if reply.status == 200 else None
-    cards = data.get("data") if isinstance(data, dict) else None
-    if not isinstance(cards, list):
-        return None
-    for card in cards:
-        if not isinstance(card, dict) or card.get("id") is None:
-            continue
-        if wanted and str(card["id"]) != wanted:
-            continue
-        context = card.get("max_model_len") or card.get("context_length")
-        return str(card["id"]), int(context) if isinstance(context, int | float) else None
-    return None
+    return endpoint_status(settings.endpoint, settings.api_key, settings.model)
 
 
 def describe_status(status: ServerStatus) -> str:
@@ -188,7 +140,7 @@ class ServerMonitor(QObject):
 
     def _on_look_failed(self, exc: BaseException) -> None:
         status = ServerStatus(
-            profile=self.settings.profile, state="failed", error=messages.describe(exc)
+            profile=self.settings.profile, state=Phase.FAILED, error=messages.describe(exc)
         )
         self._on_look_done(status)
 

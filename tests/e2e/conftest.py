@@ -175,10 +175,13 @@ def server_args(startup_delay: float = 1.0, extra: tuple[str, ...] = ()) -> list
 
 @pytest.fixture
 def model_dir(tmp_path: Path) -> Path:
-    """A model directory with a config.json (the test server reads nothing from it)."""
+    """A model directory that passes the start's checks (config.json, a weight file, the
+    tokenizer); the test server reads nothing from it."""
     path = tmp_path / "model"
     path.mkdir()
     (path / "config.json").write_text('{"architectures": ["Qwen3_5MoeForConditionalGeneration"]}')
+    (path / "model.safetensors").write_bytes(b"\0" * 16)
+    (path / "tokenizer.json").write_text("{}")
     return path
 
 

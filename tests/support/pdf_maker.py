@@ -60,7 +60,7 @@ def write_pdf(
         nums = b" ".join(b"%d << /P %s >>" % (i, pdf_string(lab)) for i, lab in enumerate(labels))
         catalog += b" /PageLabels << /Nums [%s] >>" % nums
     root = add(catalog + b" >>")
-    info = add(b"<< /Title %s >>" % pdf_string(title)) if title is not None else None
+    info = add(b"<< /Title %s >>" % pdf_text(title)) if title is not None else None
     out = bytearray(b"%PDF-1.7\n")
     offsets = []
     for number, body in enumerate(objects, start=1):

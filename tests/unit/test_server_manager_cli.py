@@ -35,7 +35,7 @@ def test_server_manager_codes_agree_with_the_apps_table() -> None:
     assert errors.EXIT_SERVER_UNAVAILABLE == app_errors.EXIT_SERVER_UNAVAILABLE
     assert app_errors.StorageError.exit_code == errors.EXIT_STORAGE
     codes = [cls.exit_code for cls in errors.ERRORS_BY_CODE.values()]
-    assert codes == sorted(set(codes)) and all(10 <= c <= 19 for c in codes)
+    assert codes == sorted(set(codes)) and all(10 <= c <= 20 for c in codes)
     assert not issubclass(errors.ServerManagerError, app_errors.LongdocError)  # one-way
 
 
@@ -47,10 +47,10 @@ def test_every_subcommand_takes_json_and_lists_only_its_codes(tmp_path: Path, co
     codes = result.stdout.split("exit codes:", 1)[1]
     listed = {int(m.group(1)) for m in re.finditer(r"^  (\d+) ", codes, re.MULTILINE)}
     expected = {
-        "start": {0, 1, 2, 4, 10, 11, 12, 13, 14, 15, 16, 17, 19, 130},
-        "restart": {0, 1, 2, 4, 10, 11, 12, 13, 14, 15, 16, 17, 19, 130},
+        "start": {0, 1, 2, 4, 10, 11, 12, 13, 14, 15, 16, 17, 19, 20, 130},
+        "restart": {0, 1, 2, 4, 10, 11, 12, 13, 14, 15, 16, 17, 19, 20, 130},
         "stop": {0, 1, 2, 11, 17, 130},
-        "status": {0, 1, 2, 130},
+        "status": {0, 1, 2, 4, 20, 130},
         "logs": {0, 1, 2, 18, 130},
         "selftest": {0, 1, 2, 4, 5, 7, 130},
     }[command]

@@ -149,6 +149,7 @@ def test_status_json_has_exactly_the_documented_keys() -> None:
         "gpus",
         "metrics",
         "error",
+        "outcome",
     ]
     assert data["gpus"][0]["utilization_pct"] == 50.0
 

@@ -81,16 +81,20 @@ def test_follow_up_carries_earlier_turns_after_the_document(
         {"role": "user", "content": "And the liability cap?"},
     ]
     assert first.answer.reasoning
-    assert first.answer.reasoning not in sglang.prompts[1]
+    # The prompts of the two questions (the first was preceded by a raw warm-up).
+    one, two = sglang.prompts[-2:]
+    assert first.answer.reasoning not in two
     # Byte-identical through the end of the document block (and the first question).
-    end = sglang.prompts[0].index("</document>") + len("</document>")
-    assert sglang.prompts[1][:end] == sglang.prompts[0][:end]
-    assert sglang.prompts[1].startswith(sglang.prompts[0][: sglang.prompts[0].rindex("<think>")])
+    end = one.index("</document>") + len("</document>")
+    assert two[:end] == one[:end]
+    assert two.startswith(one[: one.rindex("<think>")])
     # The server reuses the whole document from its cache.
     usage = next(e for e in events if isinstance(e, Usage))
     assert usage.cached_tokens is not None
     assert usage.cached_tokens >= 0.99 * doc.tokens
-    assert next(e for e in first_events if isinstance(e, Usage)).cached_tokens == 0
+    # The first question found the document warm too (warmed before it).
+    first_cached = next(e for e in first_events if isinstance(e, Usage)).cached_tokens
+    assert first_cached is not None and first_cached >= 0.99 * doc.tokens
     # The exact count includes the earlier turns.
     sent = next(e for e in events if isinstance(e, Sent))
     assert sent.prompt_tokens == usage.prompt_tokens

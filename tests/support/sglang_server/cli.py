@@ -19,6 +19,8 @@ from tests.support.sglang_server.protocol import (
     DEFAULT_MAX_TOTAL_NUM_TOKENS,
     DEFAULT_MODEL,
     FLAVORS,
+    VLLM_BLOCK_SIZE,
+    VLLM_MAX_NUM_BATCHED_TOKENS,
 )
 from tests.support.sglang_server.server import FakeSGLang
 from tests.support.sglang_server.tokens import qwen_encoding
@@ -46,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--flavor",
         choices=FLAVORS,
         default="new",
-        help="new = SGLang 0.5.23, old = 0.5.9, openai = generic server",
+        help="new = SGLang 0.5.23, old = 0.5.9, openai = generic server, vllm = vLLM 0.26",
     )
     p.add_argument("--startup-delay", type=float, default=0.0)
     p.add_argument("--log-stages", action="store_true", help="print SGLang's startup lines")
@@ -64,6 +66,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="cache hits resume only at an earlier request's end or a chunk boundary (Mamba)",
     )
     p.add_argument("--chunked-prefill-size", type=int, default=16384)
+    p.add_argument(
+        "--block-size",
+        type=int,
+        default=VLLM_BLOCK_SIZE,
+        help="vllm flavor: the attention block; hybrid states are kept at block boundaries",
+    )
+    p.add_argument(
+        "--max-num-batched-tokens",
+        type=int,
+        default=VLLM_MAX_NUM_BATCHED_TOKENS,
+        help="vllm flavor: the prefill budget per step (chunks are it cut to whole blocks)",
+    )
     p.add_argument("--token-delay", type=float, default=0.0, help="seconds per generated token")
     p.add_argument("--prefill-tokens-per-s", type=float, default=None)
     p.add_argument("--answer-tokens", type=int, default=None)
@@ -153,6 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         strict=args.strict,
         hybrid_cache=args.hybrid_cache,
         chunked_prefill_size=args.chunked_prefill_size,
+        block_size=args.block_size,
+        max_num_batched_tokens=args.max_num_batched_tokens,
     )
     stop = threading.Event()
 

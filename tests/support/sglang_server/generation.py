@@ -55,6 +55,21 @@ class _Generation:
     created: int = field(default_factory=lambda: int(time.time()))
 
 
+def vllm_too_long(n: int, max_tokens: Any, context: int) -> str | None:
+    """vLLM's refusal (sglang-facts §9): its prompt count is a lower bound ("at least"),
+    the context minus the output tokens plus one, not the prompt's real size."""
+    wanted = max_tokens if isinstance(max_tokens, int) else 0
+    if n + wanted <= context and n < context:
+        return None
+    at_least = min(n, context - wanted + 1)
+    return (
+        f"This model's maximum context length is {context} tokens. However, you requested "
+        f"{wanted} output tokens and your prompt contains at least {at_least} input tokens, "
+        f"for a total of at least {at_least + wanted} tokens. Please reduce the length of the "
+        "input prompt or the number of requested output tokens."
+    )
+
+
 class GenerationHandler(HandlerBase):
     """The routes that generate: /v1/chat/completions, /generate and /v1/completions."""
 
@@ -113,7 +128,9 @@ class GenerationHandler(HandlerBase):
         max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
         context = fake.context_length
         error: str | None = None
-        if n >= context:
+        if fake.flavor == "vllm":
+            error = vllm_too_long(n, max_tokens, context)
+        elif n >= context:
             error = (
                 f"The input ({n} tokens) is longer than the model's context length "
                 f"({context} tokens)."
@@ -137,8 +154,8 @@ class GenerationHandler(HandlerBase):
             return
         given = body.get("rid")
         rid = given if isinstance(given, str) and given else uuid.uuid4().hex
-        if fake.flavor == "openai":
-            rid = f"chatcmpl-{rid}"
+        if fake.flavor in ("openai", "vllm"):
+            rid = f"chatcmpl-{uuid.uuid4().hex}"  # vLLM takes no rid
         gen = self._plan(rid, body, prompt, prompt_ids, messages, enable_thinking, max_tokens)
         gen.stream = stream
         with fake._lock:
@@ -150,7 +167,7 @@ class GenerationHandler(HandlerBase):
             fake.metrics.cached_tokens += gen.cached_tokens
         aborted = False
         try:
-            if n > fake.max_req_input_len:
+            if fake.flavor != "vllm" and n > fake.max_req_input_len:
                 aborted = True
                 self._scheduler_reject(gen, n)
                 return
@@ -203,7 +220,12 @@ class GenerationHandler(HandlerBase):
             return
         max_new = max_new if isinstance(max_new, int) and max_new >= 0 else 16
         n = len(prompt_ids)
-        if n + max_new >= fake.context_length:
+        if fake.flavor == "vllm":
+            refusal = vllm_too_long(n, max_new, fake.context_length)
+            if refusal is not None:
+                self._error(400, refusal)
+                return
+        elif n + max_new >= fake.context_length:
             self._error(
                 400,
                 f"The input ({n} tokens) is longer than the model's context length "
@@ -350,7 +372,7 @@ class GenerationHandler(HandlerBase):
             self._sleep(uncached / speed, gen)
         if gen.abort.is_set():
             return
-        fake.cache.insert(prompt_ids)
+        fake.cache.insert(prompt_ids, gen.cached_tokens)
         fake.log(
             f"Prefill batch, #new-seq: 1, #new-token: {uncached}, #cached-token: "
             f"{gen.cached_tokens}, token usage: "
@@ -379,6 +401,10 @@ class GenerationHandler(HandlerBase):
             "completion_tokens": completion_tokens,
         }
         if fake.flavor == "openai":
+            return usage
+        if fake.flavor == "vllm":  # with --enable-prompt-tokens-details
+            details = {"cached_tokens": gen.cached_tokens} if fake.enable_cache_report else None
+            usage["prompt_tokens_details"] = details
             return usage
         usage["prompt_tokens_details"] = (
             {"cached_tokens": gen.cached_tokens} if fake.enable_cache_report else None
@@ -433,7 +459,7 @@ class GenerationHandler(HandlerBase):
             "logprobs": None,
             "finish_reason": finish_reason,
         }
-        if fake.flavor == "openai":
+        if fake.flavor in ("openai", "vllm"):
             if reasoning:
                 message["reasoning"] = "".join(reasoning)
         else:
@@ -470,8 +496,10 @@ class GenerationHandler(HandlerBase):
             "logprobs": None,
             "finish_reason": finish,
         }
-        if flavor != "openai":
+        if flavor in ("new", "old"):
             choice["matched_stop"] = matched_stop
+        elif flavor == "vllm":
+            choice["stop_reason"] = None
         chunk: dict[str, Any] = {
             "id": gen.rid,
             "object": "chat.completion.chunk",

@@ -60,7 +60,8 @@ class _Handler(GenerationHandler):
             else:
                 self._json(401, {"error": "Unauthorized"})
             return
-        sglang = fake.flavor != "openai"
+        sglang = fake.flavor in ("new", "old")
+        vllm = fake.flavor == "vllm"
         route = (method, path)
         try:
             if method == "GET" and path in self._health_paths():
@@ -79,9 +80,15 @@ class _Handler(GenerationHandler):
                 self._flush_cache()
             elif bad_json:
                 self._error(400, "Invalid JSON body")
+            elif vllm and route == ("GET", "/version"):
+                self._json(200, {"version": VERSIONS["vllm"]})
             elif sglang and route in (("POST", "/v1/tokenize"), ("POST", "/tokenize")):
                 self._tokenize(body)
-            elif sglang and route in (("POST", "/v1/detokenize"), ("POST", "/detokenize")):
+            elif vllm and route == ("POST", "/tokenize"):
+                self._tokenize(body)  # at the root only: /v1/tokenize is 404 on vLLM
+            elif (sglang and route in (("POST", "/v1/detokenize"), ("POST", "/detokenize"))) or (
+                vllm and route == ("POST", "/detokenize")
+            ):
                 self._detokenize(body)
             elif sglang and route == ("POST", "/abort_request"):
                 body = body if isinstance(body, dict) else {}
@@ -108,7 +115,7 @@ class _Handler(GenerationHandler):
             "id": fake.model_name,
             "object": "model",
             "created": fake.created,
-            "owned_by": "sglang" if fake.flavor != "openai" else "openai-compatible",
+            "owned_by": {"openai": "openai-compatible", "vllm": "vllm"}.get(fake.flavor, "sglang"),
             "root": fake.model_name,
             "parent": None,
             "max_model_len": fake.context_length,
@@ -166,8 +173,8 @@ class _Handler(GenerationHandler):
             "host": fake.host,
             "port": fake.port,
             "context_length": fake.context_length_arg,
-            "chunked_prefill_size": 16384,
-            "max_prefill_tokens": 16384,
+            "chunked_prefill_size": fake.cache.chunk,
+            "max_prefill_tokens": fake.cache.chunk,
             "max_running_requests": 64,
             "tp_size": 1,
             "attention_backend": "triton",
@@ -212,7 +219,7 @@ class _Handler(GenerationHandler):
             return
         prompt = body.get("prompt")
         messages = body.get("messages")
-        if messages is not None and self.fake.flavor == "new":
+        if messages is not None and self.fake.flavor in ("new", "vllm"):
             try:
                 rendered = render_chat(
                     messages,
@@ -232,7 +239,7 @@ class _Handler(GenerationHandler):
                 {
                     "tokens": tokens,
                     "count": len(tokens) + self.fake.behaviour.tokenize_extra,
-                    "max_model_len": TOKENIZER_MODEL_MAX_LENGTH,
+                    "max_model_len": self._tokenizer_max_len(),
                 },
             )
             return
@@ -243,7 +250,7 @@ class _Handler(GenerationHandler):
                 {
                     "tokens": tokens,
                     "count": len(tokens),
-                    "max_model_len": TOKENIZER_MODEL_MAX_LENGTH,
+                    "max_model_len": self._tokenizer_max_len(),
                 },
             )
         elif isinstance(prompt, list) and all(isinstance(p, str) for p in prompt):
@@ -253,11 +260,17 @@ class _Handler(GenerationHandler):
                 {
                     "tokens": lists,
                     "count": [len(t) for t in lists],
-                    "max_model_len": TOKENIZER_MODEL_MAX_LENGTH,
+                    "max_model_len": self._tokenizer_max_len(),
                 },
             )
         else:
             self._error(400, "1 validation error: 'prompt' must be a string or a list of strings")
+
+    def _tokenizer_max_len(self) -> int:
+        """SGLang reports the tokenizer's model_max_length; vLLM its max_model_len."""
+        return (
+            self.fake.context_length if self.fake.flavor == "vllm" else TOKENIZER_MODEL_MAX_LENGTH
+        )
 
     def _detokenize(self, body: Any) -> None:
         tokens = body.get("tokens") if isinstance(body, dict) else None

@@ -17,6 +17,14 @@ if TYPE_CHECKING:
     from tests.support.sglang_server.server import FakeSGLang, _HTTPServer
 
 
+_TYPES = {
+    400: "BadRequestError",
+    404: "NotFoundError",
+    500: "InternalServerError",
+    503: "ServiceUnavailableError",
+}
+
+
 class HandlerBase(BaseHTTPRequestHandler):
     """What every route needs: bodies in and out, errors in the flavor's shape, SSE."""
 
@@ -56,6 +64,7 @@ class HandlerBase(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length else b""
 
     def _send(self, status: int, body: bytes, content_type: str) -> None:
+        self.fake.record_status(self.command, self.path, status)
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -83,12 +92,21 @@ class HandlerBase(BaseHTTPRequestHandler):
         if status == 401:
             self._json(401, {"error": "Unauthorized"})
             return
-        default_types = {
-            400: "BadRequestError",
-            404: "NotFoundError",
-            500: "InternalServerError",
-            503: "ServiceUnavailableError",
-        }
+        if self.fake.flavor == "vllm":
+            # vLLM's ErrorResponse: OpenAI's nested shape.
+            self._json(
+                status,
+                {
+                    "error": self._error_object(
+                        message, err_type or _TYPES.get(status, "BadRequestError"), status
+                    )
+                },
+            )
+            return
+        if status == 401:
+            self._json(401, {"error": "Unauthorized"})
+            return
+        default_types = _TYPES
         self._json(
             status,
             {
@@ -103,6 +121,8 @@ class HandlerBase(BaseHTTPRequestHandler):
     def _error_object(self, message: str, err_type: str, code: int = 400) -> dict[str, Any]:
         if self.fake.flavor == "openai":
             return {"message": message, "type": err_type, "code": code}
+        if self.fake.flavor == "vllm":
+            return {"message": message, "type": err_type, "param": None, "code": code}
         return {
             "object": "error",
             "message": message,
@@ -115,6 +135,8 @@ class HandlerBase(BaseHTTPRequestHandler):
         """Paths answering 200/503 with an empty body (``/ready`` only exists in 0.5.23)."""
         if self.fake.flavor == "new":
             return ("/health", "/health_generate", "/ready")
+        if self.fake.flavor == "vllm":
+            return ("/health",)
         return ("/health", "/health_generate")
 
     def _not_found(self) -> None:
@@ -122,6 +144,8 @@ class HandlerBase(BaseHTTPRequestHandler):
 
     def _authorised(self, path: str) -> bool:
         key = self.fake.api_key
+        if self.fake.flavor == "vllm" and not path.startswith("/v1/"):
+            return True  # vLLM's key guards the OpenAI routes only
         if not key or path.startswith(("/health", "/ready", "/metrics", "/_test/")):
             return True
         return self.headers.get("Authorization") == f"Bearer {key}"

@@ -5,14 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Flavor = Literal["new", "old", "openai"]
-FLAVORS: tuple[Flavor, ...] = ("new", "old", "openai")
+Flavor = Literal["new", "old", "openai", "vllm"]
+FLAVORS: tuple[Flavor, ...] = ("new", "old", "openai", "vllm")
 
 DEFAULT_MODEL = "Qwen/Qwen3.5-35B-A3B"
 DEFAULT_CONTEXT_LENGTH = 262_144  # Qwen3.5's config.json value, used when --context-length is unset
 TOKENIZER_MODEL_MAX_LENGTH = 262_144  # what /v1/tokenize reports, whatever the context length
 DEFAULT_MAX_TOTAL_NUM_TOKENS = 1_000_000
-VERSIONS: dict[Flavor, str] = {"new": "0.5.23", "old": "0.5.9", "openai": "0.0.0"}
+VERSIONS: dict[Flavor, str] = {"new": "0.5.23", "old": "0.5.9", "openai": "0.0.0", "vllm": "0.26.0"}
+# vLLM's defaults as observed (sglang-facts §9): the attention block of a small Qwen3.5-
+# architecture model and the prefill budget per step (chunks are it cut to whole blocks).
+VLLM_BLOCK_SIZE = 80
+VLLM_MAX_NUM_BATCHED_TOKENS = 8192
 ARCHITECTURE = "Qwen3_5MoeForConditionalGeneration"
 
 IM_START = "<|im_start|>"

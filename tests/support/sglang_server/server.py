@@ -9,7 +9,7 @@ from http.server import ThreadingHTTPServer
 from typing import Any, TextIO
 
 from tests.support.sglang_server.behaviour import Behaviour
-from tests.support.sglang_server.cache import PrefixCache
+from tests.support.sglang_server.cache import BlockCache, PrefixCache
 from tests.support.sglang_server.handler import _Handler
 from tests.support.sglang_server.protocol import (
     ARCHITECTURE,
@@ -18,6 +18,8 @@ from tests.support.sglang_server.protocol import (
     DEFAULT_MAX_TOTAL_NUM_TOKENS,
     DEFAULT_MODEL,
     FLAVORS,
+    VLLM_BLOCK_SIZE,
+    VLLM_MAX_NUM_BATCHED_TOKENS,
     Flavor,
     Metrics,
     RecordedRequest,
@@ -66,6 +68,8 @@ class FakeSGLang:
         strict: bool = False,
         hybrid_cache: bool = False,
         chunked_prefill_size: int = 16384,
+        block_size: int = VLLM_BLOCK_SIZE,
+        max_num_batched_tokens: int = VLLM_MAX_NUM_BATCHED_TOKENS,
     ) -> None:
         if flavor not in FLAVORS:
             raise ValueError(f"flavor must be one of {FLAVORS}, not {flavor!r}")
@@ -85,9 +89,15 @@ class FakeSGLang:
         self.behaviour = behaviour if behaviour is not None else Behaviour()
         # Strict: unknown chat fields get 422 and /v1/models has no max_model_len.
         self.strict = strict
-        self.cache = PrefixCache(cache_granularity, hybrid=hybrid_cache, chunk=chunked_prefill_size)
+        self.cache: PrefixCache | BlockCache = (
+            BlockCache(block_size, max_num_batched_tokens)
+            if flavor == "vllm"
+            else PrefixCache(cache_granularity, hybrid=hybrid_cache, chunk=chunked_prefill_size)
+        )
+        self.block_size = block_size
         self.metrics = Metrics()
         self.requests: list[RecordedRequest] = []
+        self.statuses: list[tuple[str, str, int]] = []  # (method, path, status), not streams
         self.prompts: list[str] = []
         self.aborted_rids: list[str] = []
         self.completed_rids: list[str] = []
@@ -228,6 +238,18 @@ class FakeSGLang:
             self.requests.append(request)
             del self.requests[:-10_000]
 
+    def record_status(self, method: str, path: str, status: int) -> None:
+        """Keep the status of a plain (not streamed) answer, as an access log would."""
+        with self._lock:
+            self.statuses.append((method, path, status))
+            del self.statuses[:-10_000]
+
+    @property
+    def not_found(self) -> list[str]:
+        """The paths answered 404: what an engine's log shows as probes it lacks."""
+        with self._lock:
+            return [path for _, path, status in self.statuses if status == 404]
+
     def record_prompt(self, prompt: str) -> None:
         """Keep a rendered prompt (bounded to the last 100)."""
         with self._lock:
@@ -257,7 +279,9 @@ class FakeSGLang:
                     event.set()
 
     def metrics_text(self) -> str:
-        """Prometheus text exposition of the metrics."""
+        """Prometheus text exposition of the metrics (vLLM's names in its flavor)."""
+        if self.flavor == "vllm":
+            return self._vllm_metrics_text()
         m = self.metrics
         labels = f'engine_type="unified",model_name="{self.model_name}",pp_rank="0",tp_rank="0"'
         with self._lock:
@@ -301,4 +325,39 @@ class FakeSGLang:
                 f"# TYPE sglang:{name}_total counter",
                 f"sglang:{name}_total{{{labels}{extra}}} {float(value)}",
             ]
+        return "\n".join(lines) + "\n"
+
+    def _vllm_metrics_text(self) -> str:
+        """vLLM's names: running/waiting requests, KV usage, prefix-cache counters (they
+        equal the responses' prompt and cached token counts), the cache config."""
+        m = self.metrics
+        labels = f'engine="0",model_name="{self.model_name}"'
+        with self._lock:
+            samples: list[tuple[str, str, str, float]] = [
+                ("num_requests_running", "gauge", "Number of requests running.", m.running),
+                ("num_requests_waiting", "gauge", "Number of requests waiting.", 0),
+                (
+                    "kv_cache_usage_perc",
+                    "gauge",
+                    "KV-cache usage. 1 means 100 percent usage.",
+                    m.running_tokens / self.max_total_num_tokens,
+                ),
+                ("prefix_cache_queries_total", "counter", "Prefix cache queries.", m.prompt_tokens),
+                ("prefix_cache_hits_total", "counter", "Prefix cache hits.", m.cached_tokens),
+                ("prompt_tokens_total", "counter", "Number of prefill tokens.", m.prompt_tokens),
+                ("generation_tokens_total", "counter", "Generation tokens.", m.generation_tokens),
+            ]
+        lines: list[str] = []
+        for name, kind, help_text, value in samples:
+            lines += [
+                f"# HELP vllm:{name} {help_text}",
+                f"# TYPE vllm:{name} {kind}",
+                f"vllm:{name}{{{labels}}} {float(value)}",
+            ]
+        lines += [
+            "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig",
+            "# TYPE vllm:cache_config_info gauge",
+            f'vllm:cache_config_info{{block_size="{self.block_size}",cache_dtype="auto",'
+            f'enable_prefix_caching="True",engine="0",mamba_cache_mode="align"}} 1.0',
+        ]
         return "\n".join(lines) + "\n"
