@@ -3,12 +3,17 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint typecheck pytest bench screenshots fake-server bundle clean
+.PHONY: run test test-fast lint typecheck pytest bench screenshots fake-server bundle clean
 
 run: $(VENV)/.run-installed
 	$(BIN)/longdoc
 
 test: $(VENV)/.test-installed lint typecheck pytest
+
+# The edit loop: every check and every test except those needing a container runtime and
+# the bundle/one-folder builds (make test runs them all).
+test-fast: $(VENV)/.test-installed lint typecheck
+	QT_QPA_PLATFORM=offscreen $(BIN)/pytest -q -m "not container and not build"
 
 lint: $(VENV)/.test-installed
 	$(BIN)/ruff check .
@@ -18,8 +23,10 @@ lint: $(VENV)/.test-installed
 typecheck: $(VENV)/.test-installed
 	$(BIN)/mypy
 
+# GUI tests run offscreen; those marked `xvfb` run on a private Xvfb the run starts itself
+# (tests/support/display.py), whether or not a DISPLAY is set.
 pytest: $(VENV)/.test-installed
-	QT_QPA_PLATFORM=offscreen LONGDOC_REQUIRE_CONTAINERS=1 $(BIN)/pytest
+	QT_QPA_PLATFORM=offscreen LONGDOC_REQUIRE_CONTAINERS=1 LONGDOC_REQUIRE_DISPLAY=1 $(BIN)/pytest
 
 bench: $(VENV)/.test-installed
 	$(BIN)/python bench/bench_startup.py

@@ -10,23 +10,23 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import (  # first: it puts the project on sys.path
+    API_KEY,
+    start_server,
+)
 
-from desktop.answering.service import Answerer, Endpoint  # noqa: E402
-from desktop.batch import Batch, Job  # noqa: E402
-from desktop.config import Settings  # noqa: E402
-from desktop.library import open_document  # noqa: E402
-from desktop.store.db import Store  # noqa: E402
+from desktop.answering.service import Answerer, Endpoint
+from desktop.batch import Batch, Job
+from desktop.config import Settings
+from desktop.library import open_document
+from desktop.store.db import Store
 
-KEY = "bench-key"
 DOCUMENTS = 40
 PAGES = 20
 ANSWER_TOKENS = 40
@@ -52,29 +52,6 @@ def make_documents(folder: Path) -> list[Path]:
     return paths
 
 
-def start_server(port: int) -> subprocess.Popen[bytes]:
-    """The SGLang-compatible test server as its own process."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.support.sglang_server", "--port", str(port),
-         "--api-key", KEY, "--token-delay", str(TOKEN_DELAY_S),
-         "--answer-tokens", str(ANSWER_TOKENS)],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-
-
-def wait_ready(url: str) -> None:
-    import urllib.request
-
-    for _ in range(300):
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=1) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit("the test server did not start")
-
-
 def timed_run(paths: list[Path], store: Store, answerer: Answerer, concurrency: int) -> float:
     job = Job("summary", ["Summarize this document."], style="bench", force=True)
     batch = Batch(paths, store, answerer, job, concurrency=concurrency, cancel=threading.Event())
@@ -87,12 +64,11 @@ def timed_run(paths: list[Path], store: Store, answerer: Answerer, concurrency: 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--port", type=int, default=30917)
-    args = parser.parse_args()
-    url = f"http://127.0.0.1:{args.port}"
-    server = start_server(args.port)
+    parser.parse_args()
+    server, url = start_server(
+        "--token-delay", str(TOKEN_DELAY_S), "--answer-tokens", str(ANSWER_TOKENS)
+    )
     try:
-        wait_ready(url)
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp) / "docs"
             folder.mkdir()
@@ -101,7 +77,7 @@ def main() -> int:
             for path in paths:  # ingest first: the benchmark times the asking
                 open_document(path, store)
             settings = Settings(answer_reserve=512)
-            answerer = Answerer(store, Endpoint(url, KEY), settings)
+            answerer = Answerer(store, Endpoint(url, API_KEY), settings)
             tokens = sum(open_document(p, store)[0].tokens for p in paths)
             one = timed_run(paths, store, answerer, 1)
             eight = timed_run(paths, store, answerer, 8)

@@ -6,20 +6,16 @@ extra, python-docx, to write the document); prints medians and the ratio.
 
 from __future__ import annotations
 
-import statistics
-import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import docx
+from _common import (  # first: it puts the project on sys.path
+    median_seconds,
+)
+from docx.table import Table
 
-import docx  # noqa: E402
-from docx.table import Table  # noqa: E402
-
-from desktop.documents.docx import extract_docx  # noqa: E402
+from desktop.documents.docx import extract_docx
 
 SECTIONS = 200
 REPEATS = 5
@@ -54,15 +50,6 @@ def with_python_docx(path: Path) -> list[str]:
             style = item.style.name if item.style is not None else ""
             out.append(f"{style}: {item.text}")
     return out
-
-
-def median_seconds(fn: Callable[[], object]) -> float:
-    times = []
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:

@@ -10,39 +10,28 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import pypdf
+import pypdfium2 as pdfium
+from _common import (  # first: it puts the project on sys.path
+    GEOTOPO,
+    ROOT,
+    median_seconds,
+)
 
-import pypdf  # noqa: E402
-import pypdfium2 as pdfium  # noqa: E402
+from desktop.documents import tokens
+from desktop.documents.ingest import extract
+from desktop.documents.layout import document_block
+from desktop.library import open_document
+from desktop.store.db import Store
+from tests.support.pdf_maker import filled_form, write_form_pdf
 
-from desktop.documents import tokens  # noqa: E402
-from desktop.documents.ingest import extract  # noqa: E402
-from desktop.documents.layout import document_block  # noqa: E402
-from desktop.library import open_document  # noqa: E402
-from desktop.store.db import Store  # noqa: E402
-from tests.support.pdf_maker import filled_form, write_form_pdf  # noqa: E402
-
-GEOTOPO = ROOT.parent / "shared/corpus/pdf-samples/009-pdflatex-geotopo/GeoTopo-komprimiert.pdf"
 REPEATS = 5
 GOAL_RATIO = 1.5
 FORM_PAGES = 40
 FORM_GOAL_RATIO = 2.0
-
-
-def median_seconds(fn: Callable[[], object], repeats: int = REPEATS) -> float:
-    """Median wall time of ``fn()`` over ``repeats`` runs."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def raw_pdfium(path: Path = GEOTOPO) -> list[str]:

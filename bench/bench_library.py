@@ -20,20 +20,19 @@ run (goal: the UI thread's work does not grow with the library; nothing per row)
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-os.environ["LONGDOC_HOME"] = tempfile.mkdtemp(prefix="longdoc-bench-")
+from _common import (  # first: it puts the project on sys.path
+    gui_environment,
+    spin,
+)
 
-from PySide6.QtCore import QElapsedTimer, QEventLoop, QTimer  # noqa: E402,TID251 (GUI bench)
+gui_environment()
+
+from PySide6.QtCore import QElapsedTimer, QTimer  # noqa: E402,TID251 (GUI bench)
 
 import desktop.ui  # noqa: E402,F401  (PySide6 6.12.0 workaround first)
 from desktop.config import Settings, db_path  # noqa: E402
@@ -42,15 +41,6 @@ from desktop.documents.model import Document, Page  # noqa: E402
 from desktop.store.db import Store  # noqa: E402
 from desktop.ui.app import application, create_window  # noqa: E402
 from desktop.ui.library_panel import LibraryPanel  # noqa: E402
-
-
-def spin(app: Any, until: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not until():
-        if time.monotonic() > deadline:
-            return False
-        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 5)
-    return True
 
 
 def fill(store: Store, start: int, end: int) -> None:

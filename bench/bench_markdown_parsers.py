@@ -20,18 +20,13 @@ tables, block quotes) are rendered by both into the writer's ``Block``s and comp
 from __future__ import annotations
 
 import statistics
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
-from markdown_it import MarkdownIt  # noqa: E402
-from markdown_it.token import Token  # noqa: E402
-
-from desktop.ui.markdown_stream import (  # noqa: E402
+from desktop.answering.markdown_stream import (
     Block,
     Span,
     inline,

@@ -12,28 +12,27 @@ from __future__ import annotations
 import os
 import random
 import statistics
-import sys
 import tempfile
 import time
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import (  # first: it puts the project on sys.path
+    GEOTOPO,
+)
 
-from desktop.answering import citations  # noqa: E402
-from desktop.answering.citations import (  # noqa: E402
+from desktop.answering import citations
+from desktop.answering.citations import (
     QuoteStatus,
     answer_checks,
     check_citations,
     index_for,
 )
-from desktop.documents.ingest import extract  # noqa: E402
-from desktop.documents.model import Document, Page  # noqa: E402
-from desktop.store.db import AnswerKey, Store  # noqa: E402
+from desktop.documents.ingest import extract
+from desktop.documents.model import Document, Page
+from desktop.store.db import AnswerKey, Store
 
-GEOTOPO = ROOT.parent / "shared/corpus/pdf-samples/009-pdflatex-geotopo/GeoTopo-komprimiert.pdf"
 TARGET_CHARS = 1_000_000
 REPEATS = 9
 GOAL_MS = 50.0

@@ -19,8 +19,11 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-GEOTOPO = ROOT.parent / "shared/corpus/pdf-samples/009-pdflatex-geotopo/GeoTopo-komprimiert.pdf"
+from _common import (  # first: it puts the project on sys.path
+    GEOTOPO,
+    ROOT,
+)
+
 PY = sys.executable
 BASELINE = [PY, "-c", "import sqlite3, json, argparse"]
 LONGDOC = [PY, "-m", "desktop.cli.main"]

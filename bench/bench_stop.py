@@ -16,41 +16,28 @@ is clicked once the state is reached, and the bench records:
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
-import tempfile
 import time
-from collections.abc import Callable
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-os.environ["LONGDOC_HOME"] = tempfile.mkdtemp(prefix="longdoc-bench-")
+from _common import (  # first: it puts the project on sys.path
+    API_KEY,
+    FOUR_PAGES,
+    gui_environment,
+    spin,
+    window_on,
+)
 
-from PySide6.QtCore import QEventLoop  # noqa: E402,TID251 (a GUI bench)
+gui_environment()
+
 
 import desktop.ui  # noqa: E402,F401  (PySide6 6.12.0 workaround first)
-from desktop.config import Settings, db_path  # noqa: E402
 from desktop.documents import tokens  # noqa: E402
-from desktop.store.db import Store  # noqa: E402
-from desktop.ui.app import application, create_window  # noqa: E402
+from desktop.ui.app import application  # noqa: E402
 from tests.support.sglang_server import FakeSGLang  # noqa: E402
 
-API_KEY = "bench"
-PDF = ROOT.parent / "shared/corpus/pdf-samples/004-pdflatex-4-pages/pdflatex-4-pages.pdf"
+PDF = FOUR_PAGES
 GOAL_S = 0.5
 STATES = (("before headers", 0, True), ("reasoning", 3, True), ("answer", 3, False))
-
-
-def spin(app: object, until: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not until():
-        if time.monotonic() > deadline:
-            return False
-        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 5)  # type: ignore[attr-defined]
-    return True
 
 
 def rids(server: FakeSGLang, path: str) -> list[str]:
@@ -68,15 +55,8 @@ def main() -> int:
     app = application()
     tokens.encoding()
     with FakeSGLang(api_key=API_KEY, context_length=262_144) as server:
-        window = create_window(
-            Settings(endpoint=server.url, api_key=API_KEY), Store(db_path()), poll_ms=2_000
-        )
-        window.ask_panel.warm_up_enabled = False  # only the questions reach the server
-        window.resize(1400, 900)
-        window.show()
-        window.add_paths([PDF])
+        window = window_on(app, server.url, PDF, 2_000)
         panel = window.ask_panel
-        assert spin(app, lambda: panel.budget_bar.view is not None, 60), "not ready"
         view = panel.answer_view
         print(
             f"Stop against a server that hangs with the stream open and ignores aborts; "

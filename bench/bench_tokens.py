@@ -29,10 +29,11 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import (  # first: it puts the project on sys.path
+    GEOTOPO,
+    ROOT,
+)
 
-GEOTOPO = ROOT.parent / "shared/corpus/pdf-samples/009-pdflatex-geotopo/GeoTopo-komprimiert.pdf"
 SMALL = ROOT.parent / "shared/corpus/pdf-samples/001-trivial/minimal-document.pdf"
 GOAL_COLD_INGEST = 3.0
 

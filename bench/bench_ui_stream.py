@@ -16,42 +16,30 @@ Goals (issue 4): worst stall under 50 ms; rendering at most 2x plain-text append
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
-import urllib.request
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-os.environ["LONGDOC_HOME"] = tempfile.mkdtemp(prefix="longdoc-bench-")
+from _common import (  # first: it puts the project on sys.path
+    FOUR_PAGES,
+    gui_environment,
+    set_behaviour,
+    spin,
+    start_server,
+    window_on,
+)
 
-from PySide6.QtCore import QElapsedTimer, QEventLoop, QTimer  # noqa: E402
+gui_environment()
+
+from PySide6.QtCore import QElapsedTimer, QTimer  # noqa: E402
 from PySide6.QtGui import QTextCursor  # noqa: E402
 from PySide6.QtWidgets import QTextBrowser  # noqa: E402
 
 import desktop.ui  # noqa: E402,F401  (PySide6 6.12.0 workaround first)
 from desktop.answering.events import AnswerDelta  # noqa: E402
-from desktop.config import Settings, db_path  # noqa: E402
 from desktop.documents import tokens  # noqa: E402
-from desktop.store.db import Store  # noqa: E402
-from desktop.ui.app import application, create_window  # noqa: E402
+from desktop.ui.app import application  # noqa: E402
 from desktop.ui.markdown_writer import FRAME_S, MarkdownWriter  # noqa: E402
 
-API_KEY = "bench"
-PDF = (
-    ROOT.parent
-    / "shared"
-    / "corpus"
-    / "pdf-samples"
-    / "004-pdflatex-4-pages"
-    / ("pdflatex-4-pages.pdf")
-)
 ANSWER_TOKENS = 20_000
 
 
@@ -71,53 +59,6 @@ def markdown_answer(sections: int = 400) -> str:
             f"- Disputes go to arbitration [p. {5 - page}]\n\n"
         )
     return "".join(parts)
-
-
-def start_server() -> tuple[subprocess.Popen[str], str]:
-    """The fake SGLang in a child process; its URL."""
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.support.sglang_server",
-            "--port",
-            "0",
-            "--api-key",
-            API_KEY,
-            "--context-length",
-            "262144",
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if "Uvicorn running on " in line:
-            url = line.split("Uvicorn running on ", 1)[1].split()[0]
-            return proc, url
-    proc.kill()
-    raise SystemExit("the fake server did not start")
-
-
-def set_behaviour(url: str, **fields: object) -> None:
-    request = urllib.request.Request(
-        f"{url}/_test/behaviour",
-        data=json.dumps(fields).encode(),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
-    with urllib.request.urlopen(request, timeout=10):
-        pass
-
-
-def spin(app: object, until: object, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not until() and time.monotonic() < deadline:  # type: ignore[operator]
-        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)  # type: ignore[attr-defined]
 
 
 def stream_once(app: object, window: object) -> dict[str, object]:
@@ -248,7 +189,7 @@ def main() -> int:
     args = parser.parse_args()
     app = application()
     tokens.encoding()
-    proc, url = start_server()
+    proc, url = start_server("--context-length", "262144")
     try:
         set_behaviour(
             url,
@@ -257,15 +198,9 @@ def main() -> int:
             token_delay_s=0.0,
             reasoning_tokens=0,
         )
-        settings = Settings(
-            endpoint=url, api_key=API_KEY, thinking=False, answer_reserve=ANSWER_TOKENS + 2_000
+        window = window_on(
+            app, url, FOUR_PAGES, 2_000, thinking=False, answer_reserve=ANSWER_TOKENS + 2_000
         )
-        window = create_window(settings, Store(db_path()), poll_ms=2_000)
-        window.resize(1400, 900)
-        window.show()
-        window.add_paths([PDF])
-        spin(app, lambda: window.ask_panel.budget_bar.view is not None, 60)
-        assert window.document is not None, "the PDF did not open"
         # The first answer of a session also pays one-off costs in the worker (building
         # the HTTP client's response models holds the GIL ~90 ms): reported on its own.
         first = stream_once(app, window)

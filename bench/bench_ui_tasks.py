@@ -14,78 +14,28 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
-import os
 import resource
-import subprocess
-import sys
-import tempfile
-import threading
 import time
-import urllib.request
-from collections.abc import Callable
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-os.environ["LONGDOC_HOME"] = tempfile.mkdtemp(prefix="longdoc-bench-")
+from _common import (  # first: it puts the project on sys.path
+    FOUR_PAGES,
+    gui_environment,
+    set_behaviour,
+    spin,
+    start_server,
+    window_on,
+)
 
-from PySide6.QtCore import QEventLoop, QThreadPool  # noqa: E402
+gui_environment()
+
+from PySide6.QtCore import QThreadPool  # noqa: E402
 
 import desktop.ui  # noqa: E402,F401  (PySide6 6.12.0 workaround first)
-from desktop.config import Settings, db_path  # noqa: E402
 from desktop.documents import tokens  # noqa: E402
-from desktop.store.db import Store  # noqa: E402
 from desktop.ui import tasks  # noqa: E402
-from desktop.ui.app import application, create_window  # noqa: E402
+from desktop.ui.app import application  # noqa: E402
 
-API_KEY = "bench"
-PDF = ROOT.parent / "shared/corpus/pdf-samples/004-pdflatex-4-pages/pdflatex-4-pages.pdf"
-
-
-def start_server() -> tuple[subprocess.Popen[str], str]:
-    """The fake SGLang in a child process; its URL."""
-    proc = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "tests.support.sglang_server", "--port", "0"),
-            *("--api-key", API_KEY, "--context-length", "262144"),
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if "Uvicorn running on " in line:
-            # Keep reading its log, or the pipe fills up and the server blocks writing.
-            threading.Thread(target=proc.stdout.read, daemon=True).start()
-            return proc, line.split("Uvicorn running on ", 1)[1].split()[0]
-    proc.kill()
-    raise SystemExit("the fake server did not start")
-
-
-def set_behaviour(url: str, **fields: object) -> None:
-    request = urllib.request.Request(
-        f"{url}/_test/behaviour",
-        data=json.dumps(fields).encode(),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
-    with urllib.request.urlopen(request, timeout=10):
-        pass
-
-
-def spin(app: object, until: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not until():
-        if time.monotonic() > deadline:
-            return False
-        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 5)  # type: ignore[attr-defined]
-    return True
+PDF = FOUR_PAGES
 
 
 def rss_mb() -> float:
@@ -102,19 +52,12 @@ def main() -> int:
     args = parser.parse_args()
     app = application()
     tokens.encoding()
-    proc, url = start_server()
+    proc, url = start_server("--context-length", "262144")
     samples: list[tuple[int, float, int, int, int]] = []
     try:
         set_behaviour(url, answer_tokens=120, reasoning_tokens=30, token_delay_s=0.0)
-        window = create_window(
-            Settings(endpoint=url, api_key=API_KEY), Store(db_path()), poll_ms=500
-        )
-        window.ask_panel.warm_up_enabled = False  # only the questions reach the server
-        window.resize(1400, 900)
-        window.show()
-        window.add_paths([PDF])
+        window = window_on(app, url, PDF, 500)
         panel = window.ask_panel
-        assert spin(app, lambda: panel.budget_bar.view is not None, 60), "not ready"
         # Whether each answer failed (not the answers: the bench must not hold them).
         done: list[bool] = []
         panel.answer_finished.connect(lambda result: done.append(isinstance(result, Exception)))

@@ -21,25 +21,24 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import (  # first: it puts the project on sys.path
+    API_KEY,
+    ROOT,
+    start_server,
+)
 
-from desktop.answering.events import AnswerDelta, ReasoningDelta, Stored  # noqa: E402
-from desktop.answering.service import Answerer, Endpoint, Question  # noqa: E402
-from desktop.config import Settings  # noqa: E402
-from desktop.documents.model import Document  # noqa: E402
-from desktop.store.db import Store  # noqa: E402
-from tests.conftest import make_document  # noqa: E402
+from desktop.answering.events import AnswerDelta, ReasoningDelta, Stored
+from desktop.answering.service import Answerer, Endpoint, Question
+from desktop.config import Settings
+from desktop.documents.model import Document
+from desktop.store.db import Store
+from tests.conftest import make_document
 
-KEY = "bench-key"
 GOAL = 0.1
 
 
@@ -47,30 +46,7 @@ class Server:
     """The test server in a child process (its prefill sleeps do not share our GIL)."""
 
     def __init__(self, rate: float) -> None:
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tests.support.sglang_server",
-                "--port",
-                "0",
-                "--api-key",
-                KEY,
-                "--hybrid-cache",
-                "--prefill-tokens-per-s",
-                str(rate),
-            ],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            found = re.search(r"Uvicorn running on (http://\S+)", line)
-            if found:
-                self.url = found.group(1)
-            if "fired up" in line:
-                break
+        self.proc, self.url = start_server("--hybrid-cache", "--prefill-tokens-per-s", str(rate))
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -101,7 +77,7 @@ def one_run(mode: str, rate: float, doc: Document, folder: Path) -> tuple[float,
     """(warm-up seconds, time to first token, cached tokens) on a fresh server."""
     server = Server(rate)
     store = Store(folder / f"{mode}-{time.monotonic_ns()}.db")
-    answerer = Answerer(store, Endpoint(server.url, KEY), Settings())
+    answerer = Answerer(store, Endpoint(server.url, API_KEY), Settings())
     try:
         warm_s = 0.0
         if mode != "cold":

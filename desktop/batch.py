@@ -12,11 +12,14 @@ cache and asks only about the rest; a killed run loses at most the answers in fl
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,7 +29,8 @@ from desktop.answering.ask_json import citations_json
 from desktop.answering.events import Stored
 from desktop.answering.service import Answerer, Question
 from desktop.documents import SUPPORTED_SUFFIXES
-from desktop.errors import Cancelled, DocumentError, LongdocError, UsageError
+from desktop.documents.model import Document
+from desktop.errors import Cancelled, DocumentError, LongdocError, UsageError, one_line, safe_text
 from desktop.library import open_document, walk
 from desktop.reports import csv_text
 from desktop.store.db import Store
@@ -37,6 +41,8 @@ DEFAULT_STYLE = "brief"
 UNKNOWN_CONCURRENCY = 4
 MAX_CONCURRENCY = 8
 REPORT_FORMATS = ("md", "json", "csv")
+# How often a batch waiting for a document another batch is asking about looks again.
+CLAIM_POLL_S = 0.2
 
 Kind = Literal["summary", "review"]
 ItemStatus = Literal["pending", "running", "done", "failed", "skipped", "cancelled"]
@@ -63,10 +69,12 @@ def load_style(style: str) -> str:
             f"--style {style}: not a style ({', '.join(STYLES)}) nor a template file; copy "
             f"one from {PROMPTS_DIR} and change it."
         )
+    from desktop.documents.source import read_bounded_text
+
     try:
-        text = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read the template ({exc}).") from None
+        text = read_bounded_text(path, "template").strip()
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError and "too large" included
+        raise UsageError(f"{path}: cannot read the template ({one_line(str(exc))}).") from None
     if not text:
         raise UsageError(f"{path}: the template is empty.")
     return text
@@ -74,10 +82,12 @@ def load_style(style: str) -> str:
 
 def load_questions(path: Path) -> list[str]:
     """One question per non-empty line (lines starting with # are comments)."""
+    from desktop.documents.source import read_bounded_text
+
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read the questions ({exc}).") from None
+        lines = read_bounded_text(Path(path), "questions").splitlines()
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError and "too large" included
+        raise UsageError(f"{path}: cannot read the questions ({one_line(str(exc))}).") from None
     questions = [ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
     if not questions:
         raise UsageError(f"{path}: no questions in the file (one per line).")
@@ -179,9 +189,10 @@ class BatchReport:
         done = counts.get("done", 0)
         lines = [f"# {self._heading()} ({stamp})", ""]
         if self.kind == "summary":
-            lines += [f"Style: {self.style or 'custom'}", ""]
+            lines += [f"Style: {one_line(self.style or 'custom')}", ""]
         else:
-            lines += ["Questions:", ""] + [f"{n}. {q}" for n, q in enumerate(self.questions, 1)]
+            lines += ["Questions:", ""]
+            lines += [f"{n}. {one_line(q)}" for n, q in enumerate(self.questions, 1)]
             lines.append("")
         summary = [f"{done} answered"]
         summary += [f"{counts[s]} {s}" for s in ("failed", "skipped", "cancelled") if counts.get(s)]
@@ -191,16 +202,16 @@ class BatchReport:
                 continue
             model = next((c.model for c in item.cells if c.model), "")
             lines += [
-                f"## {item.title or Path(item.path).name}",
+                f"## {one_line(item.title or Path(item.path).name)}",
                 "",
-                f"`{item.path}`: {_pages(item.pages)}, {item.tokens:,} tokens"
-                + (f", model {model}" if model else "")
+                f"{_code(item.path)}: {_pages(item.pages)}, {item.tokens:,} tokens"
+                + (f", model {one_line(model)}" if model else "")
                 + (", answered in an earlier run" if item.from_cache else ""),
                 "",
             ]
             for cell in item.cells:
                 if self.kind == "review":
-                    lines += [f"### {cell.question}", ""]
+                    lines += [f"### {one_line(cell.question)}", ""]
                 lines += [cell.answer.strip(), ""]
                 flagged = [c for c in cell.citations if c.get("status") in _FLAGGED]
                 if flagged:
@@ -214,9 +225,10 @@ class BatchReport:
             group = [i for i in self.items if i.status == status]
             if group:
                 lines += [f"## {title}", ""]
-                lines += [f"- `{i.path}`: {i.error}" for i in group]
+                lines += [f"- {_code(i.path)}: {one_line(i.error)}" for i in group]
                 lines.append("")
-        return "\n".join(lines)
+        # Answers keep their Markdown; a control character in them is shown, not obeyed.
+        return safe_text("\n".join(lines))
 
     def to_json(self) -> str:
         """The whole report as one JSON object."""
@@ -259,6 +271,17 @@ class BatchReport:
 
 
 _FLAGGED = ("other_page", "not_found")
+
+
+def _code(text: str) -> str:
+    """``text`` as one line of inline code, fenced by more backticks than it holds."""
+    text = one_line(text)
+    run = 1
+    while "`" * run in text:
+        run += 1
+    fence = "`" * run
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _describe(citation: dict[str, Any]) -> str:
@@ -424,6 +447,51 @@ class Batch:
         self.report.finished_at = time.time()
         self._emit(BatchEvent("finished", counts=self.report.counts()))
 
+    def _ask_all(self, doc: Document, item: BatchItem) -> None:
+        """Each question of the job about ``doc``, in order (the prefix stays warm)."""
+        for text in self.job.questions:
+            cell = Cell(text)
+            item.cells.append(cell)
+            question = Question(doc, text, thinking=self.job.thinking, use_cache=not self.job.force)
+            for event in self.answerer.ask(question, self.cancel):
+                if isinstance(event, Stored):
+                    stored = event.answer
+                    cell.answer = stored.answer
+                    cell.model = stored.model
+                    cell.from_cache = event.from_cache
+                    # Checked and stored by the core, as ``ask --json`` lists them.
+                    checks = stored.citations.items if stored.citations else ()
+                    cell.citations = citations_json(checks)
+            cell.status = "done"
+
+    @contextlib.contextmanager
+    def _claim(self, sha256: str) -> Iterator[None]:
+        """This process alone asks about the document while inside: two batches over one
+        folder take turns (the second then finds the answers in the cache).
+
+        An advisory lock on ``<data_dir>/claims/<sha256>``: the kernel releases it when the
+        holder exits, however it dies (kill -9 included), so no claim is ever stale and no
+        process identity needs checking.
+        """
+        folder = self.store.path.parent / "claims"
+        try:
+            folder.mkdir(mode=0o700, exist_ok=True)
+            fd = os.open(folder / sha256, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            yield  # no claims possible (read-only?): the store reports the real problem
+            return
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if self.cancel.wait(CLAIM_POLL_S):
+                        raise Cancelled() from None
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
     def _one(self, path: Path, item: BatchItem) -> None:
         """Open one document and ask each question in order (the prefix stays warm)."""
         if self.cancel.is_set():
@@ -437,22 +505,8 @@ class Batch:
             doc, _ = open_document(path, self.store)
             item.title, item.sha256 = doc.title, doc.sha256
             item.pages, item.tokens = len(doc.pages), doc.tokens
-            for text in self.job.questions:
-                cell = Cell(text)
-                item.cells.append(cell)
-                question = Question(
-                    doc, text, thinking=self.job.thinking, use_cache=not self.job.force
-                )
-                for event in self.answerer.ask(question, self.cancel):
-                    if isinstance(event, Stored):
-                        stored = event.answer
-                        cell.answer = stored.answer
-                        cell.model = stored.model
-                        cell.from_cache = event.from_cache
-                        # Checked and stored by the core, as ``ask --json`` lists them.
-                        checks = stored.citations.items if stored.citations else ()
-                        cell.citations = citations_json(checks)
-                cell.status = "done"
+            with self._claim(doc.sha256):
+                self._ask_all(doc, item)
         except Cancelled:
             item.status, item.error = "cancelled", "cancelled while answering"
         except DocumentError as exc:

@@ -190,12 +190,13 @@ def check_data_dir(data_dir: Path) -> Check:
             f"{existing} is not a directory, so {data_dir} cannot be created.",
             "Set LONGDOC_HOME to a directory you own.",
         )
-    if not os.access(existing, os.W_OK | os.X_OK):
+    from desktop.store.db import read_only_reason
+
+    reason = read_only_reason(existing)
+    if reason is not None:
+        what, _, fix = reason.partition(": ")
         return Check(
-            name,
-            "problem",
-            f"{existing} is not writable by you.",
-            "Fix its owner or permissions, or set LONGDOC_HOME to a directory you own.",
+            name, "problem", what[0].upper() + what[1:] + ".", fix[0].upper() + fix[1:] + "."
         )
     free = shutil.disk_usage(existing).free
     free_text = f"{free / 1024**3:.1f} GiB free"
@@ -282,12 +283,17 @@ def check_profile(ctx: Context, facts: _ServerFacts) -> Check:
 
 def _preflight(ctx: Context, facts: _ServerFacts) -> list[Check]:
     """The start's own checks (``server_manager.preflight.findings``), one line each."""
+    from longdoc_net.endpoint import Phase
     from server_manager.preflight import findings
     from server_manager.state import Paths, read_state
 
     def held_by_us(port: int) -> str:
         state = read_state(Paths(ctx.data_dir))
-        if state is not None and state.port == port and state.state in ("starting", "ready"):
+        if (
+            state is not None
+            and state.port == port
+            and state.state in (Phase.STARTING, Phase.READY)
+        ):
             return str(state.state)
         return ""
 
@@ -366,6 +372,7 @@ def _server_key(ctx: Context, facts: _ServerFacts) -> str:
 def check_server(ctx: Context, facts: _ServerFacts) -> list[Check]:
     """The server answers with the key, and its context length matches the profile."""
     from longdoc_net.endpoint import Failure, api_root, classify, list_models
+    from longdoc_net.redirects import redirect_message
 
     profile = facts.profile
     endpoint = api_root(ctx.endpoint or (profile.endpoint if profile is not None else ""))
@@ -380,6 +387,15 @@ def check_server(ctx: Context, facts: _ServerFacts) -> list[Check]:
         ]
     reply, cards = list_models(endpoint, _server_key(ctx, facts), timeout=HTTP_TIMEOUT_S)
     status = reply.status
+    if 300 <= status < 400:
+        return [
+            Check(
+                "Server",
+                "problem",
+                redirect_message(endpoint, status, reply.location),
+                "Set the endpoint to the server's own address.",
+            )
+        ]
     failure = classify(status) if status != 200 else None
     managed = not ctx.endpoint and profile is not None and not profile.is_external
     if failure == Failure.UNREACHABLE:

@@ -8,6 +8,7 @@ at the boundary where they occur so nothing above needs to know about them.
 from __future__ import annotations
 
 import os
+import re
 import textwrap
 from collections.abc import Callable, Iterable
 from enum import Enum
@@ -77,22 +78,44 @@ def display_path(path: Path | str) -> str:
     return one_line(text)
 
 
+# What a terminal may act on: C0 controls but tab and newline, DEL, C1 controls (CSI is
+# U+009B), the bidirectional overrides that reorder what is shown, and lone surrogates (a
+# file name's bytes that were not UTF-8, unprintable as they are).
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escaped(ch: str) -> str:
+    """One character as an escape that shows what it was: ``\\x1b``, ``\\r``, ``\\u202e``."""
+    if ch in _NAMED:
+        return _NAMED[ch]
+    code = ord(ch)
+    if 0xD800 <= code <= 0xDFFF:
+        # A lone surrogate: a byte of a file name that was not UTF-8 (surrogateescape).
+        return f"\\x{code - 0xDC00:02x}" if code >= 0xDC80 else f"\\u{code:04x}"
+    # C0 as \\x1b; the rest (DEL, C1, bidi) as \\u009b, which is also valid inside a JSON
+    # string (``--json`` output leaves those characters raw for this to escape).
+    return f"\\x{code:02x}" if code < 0x20 else f"\\u{code:04x}"
+
+
+def safe_text(text: str) -> str:
+    """Untrusted text for a terminal or a text report: lines and tabs kept, every other
+    control character (ESC, CR, C1, bidi overrides) shown escaped, so it does nothing.
+
+    The one escaping rule; ``one_line`` adds line breaks and anything unprintable.
+    """
+    if not _UNSAFE.search(text):
+        return text
+    return _UNSAFE.sub(lambda m: _escaped(m.group()), text)
+
+
 def one_line(text: str) -> str:
     """``text`` with line breaks and other control characters escaped, so it stays one line."""
     if text.isprintable():
         return text
-    out = []
-    for ch in text:
-        if ch.isprintable() or ch == " ":
-            out.append(ch)
-        elif ch in "\n\r\t":
-            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}[ch])
-        elif 0xD800 <= ord(ch) <= 0xDFFF:
-            # A lone surrogate: a byte of a file name that was not UTF-8 (surrogateescape).
-            out.append(f"\\x{ord(ch) - 0xDC00:02x}" if ord(ch) >= 0xDC80 else f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch.encode("unicode_escape").decode("ascii"))
-    return "".join(out)
+    return "".join(ch if ch.isprintable() or ch == " " else _escaped(ch) for ch in text)
 
 
 def plural(count: int, noun: str, nouns: str | None = None) -> str:
@@ -322,6 +345,10 @@ class ServerUnavailable(LongdocError):
 
 class ServerUnreachable(ServerUnavailable):
     """Nothing answers at the endpoint."""
+
+
+class ServerRedirected(ServerUnavailable):
+    """The endpoint answered a redirect, which Longdoc never follows."""
 
 
 class ServerLoading(ServerUnavailable):

@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from desktop.documents.ingest import EXTRACTOR_VERSION, extract, sha256_file, storable_path
+from desktop.documents.ingest import (
+    EXTRACTOR_VERSION,
+    extract_source,
+    read,
+    sha256_file,
+    storable_path,
+)
 from desktop.documents.model import Document
 from desktop.store.db import DocumentSummary, Store
 
@@ -27,7 +33,8 @@ def open_document(path: Path, store: Store) -> tuple[Document, bool]:
     byte is read; errors name ``path`` as given.
     """
     path = Path(path).expanduser()
-    sha = sha256_file(path)
+    source = read(path)  # the one read: the stored hash is of the bytes extracted
+    sha = source.sha256
     stored = store.load_document(sha)
     if stored is not None and is_current(stored):
         where = storable_path(path)
@@ -35,7 +42,7 @@ def open_document(path: Path, store: Store) -> tuple[Document, bool]:
             stored.path = where
         store.touch_document(sha, where)
         return stored, True
-    doc = extract(path, sha256=sha)
+    doc = extract_source(source)
     store.save_document(doc)
     return doc, False
 

@@ -49,6 +49,14 @@ def _shown(path: Path) -> str:
     return one_line(str(path))
 
 
+def _stat(path: Path) -> os.stat_result | None:
+    """What ``path`` names, symlinks followed (/dev/stdout's /proc link too); None if nothing."""
+    try:
+        return path.stat()
+    except FileNotFoundError:
+        return None
+
+
 def check_output(path: Path) -> None:
     """Raise UsageError (exit 2) unless a report can be written to ``path``.
 
@@ -56,11 +64,8 @@ def check_output(path: Path) -> None:
     nothing. Symlinks are followed: what counts is the file they name.
     """
     path = Path(path).expanduser()
-    target = Path(os.path.realpath(path))
     try:
-        info = target.stat()
-    except FileNotFoundError:
-        info = None
+        info = _stat(path)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise UsageError(f"{_shown(path)}: cannot write the report here ({reason}).") from None
@@ -69,13 +74,14 @@ def check_output(path: Path) -> None:
             raise UsageError(f"{_shown(path)}: is a folder; give --out a file name in it.")
         if stat.S_ISSOCK(info.st_mode):
             raise UsageError(f"{_shown(path)}: is a socket, not a file; give --out a file.")
-        if not os.access(target, os.W_OK):
+        if not os.access(path, os.W_OK):
             raise UsageError(
                 f"{_shown(path)}: permission denied: the report cannot be written there; "
                 "choose another --out."
             )
         return
-    parent = target.parent
+    # Nothing there yet (or a dangling symlink): the file is made in the target's folder.
+    parent = Path(os.path.realpath(path)).parent
     if not parent.is_dir():
         raise UsageError(
             f"{_shown(path)}: the folder {_shown(parent)} does not exist; create it first."
@@ -94,18 +100,16 @@ def write_report(path: Path, text: str) -> None:
     """
     path = Path(path).expanduser()
     check_output(path)
-    target = Path(os.path.realpath(path))
     data = text.encode("utf-8")
     try:
-        info: os.stat_result | None = target.stat()
-    except FileNotFoundError:
-        info = None
-    except OSError as exc:
-        raise StorageError(f"{_shown(path)}: cannot write the report ({exc.strerror}).") from exc
-    try:
+        info = _stat(path)
         if info is not None and not stat.S_ISREG(info.st_mode):
-            _write_in_place(path, target, data)
-        elif info is not None and not os.access(target.parent, os.W_OK | os.X_OK):
+            # Opened by the name given: the kernel follows /dev/stdout's /proc link, which
+            # no path resolution can.
+            _write_in_place(path, path, data)
+            return
+        target = Path(os.path.realpath(path))
+        if info is not None and not os.access(target.parent, os.W_OK | os.X_OK):
             # A writable file in a folder we may not add to: no temporary file possible.
             _write_in_place(path, target, data, truncate=True)
         else:

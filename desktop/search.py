@@ -14,7 +14,6 @@ Hits are ranked by bm25 (``score``: higher is better); a snippet marks each matc
 
 from __future__ import annotations
 
-import datetime
 import re
 import sqlite3
 from collections.abc import Iterator
@@ -24,7 +23,6 @@ from typing import Any, Literal
 from desktop.errors import UsageError
 from desktop.store import fts
 from desktop.store.db import Store, _translate
-from desktop.store.migrations import CJK_RANGES
 
 MARK_START = "\u27e6"  # ⟦ : rare in documents, unlike [ ] (citations) or « » (French)
 MARK_END = "\u27e7"  # ⟧
@@ -35,7 +33,6 @@ SCOPES = ("all", "documents", "answers")
 
 Scope = Literal["all", "documents", "answers"]
 
-_CJK = re.compile(f"[{CJK_RANGES}]")
 _WORD = re.compile(r"\w+")
 # FTS5's words for a query it cannot read (not a damaged or locked database).
 _QUERY_ERRORS = ("fts5:", "no such column", "unterminated string", "unknown special query")
@@ -135,7 +132,7 @@ def search(
     read_as: str | None = None
     hits: list[Hit] = []
     with store._read() as conn:
-        if _CJK.search(text):
+        if fts.has_cjk(text):
             for kind in kinds:
                 hits += _cjk_hits(conn, kind, text, document, limit)
         else:
@@ -349,6 +346,8 @@ def iso(timestamp: float | None) -> str | None:
     """A stored time as ISO 8601 in UTC."""
     if timestamp is None:
         return None
+    import datetime
+
     moment = datetime.datetime.fromtimestamp(timestamp, datetime.UTC)
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 

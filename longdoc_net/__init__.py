@@ -7,14 +7,19 @@ Proxy rule: a loopback endpoint (``localhost``, ``127.0.0.0/8``, ``::1``) never 
 proxy, whatever ``http_proxy``/``HTTPS_PROXY``/``ALL_PROXY`` say, so the Bearer key and the
 documents never leave the machine; any other endpoint follows the environment (the proxy
 variables and ``NO_PROXY``), as curl does.
+
+Redirect rule (``longdoc_net.redirects``): no opener made here follows a redirect.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import urllib.request
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    import urllib.request
 
 
 def auth_headers(api_key: str) -> dict[str, str]:
@@ -37,16 +42,27 @@ def is_loopback(url: str) -> bool:
         return False
 
 
-# A loopback server is reached directly: with http_proxy set, urllib would otherwise send the
-# request, Bearer key included, to the proxy.
-_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+@cache
+def _direct() -> urllib.request.OpenerDirector:
+    """A loopback server is reached directly: with http_proxy set, urllib would otherwise send
+    the request, Bearer key included, to the proxy. Made on first use: urllib.request costs
+    ~35 ms to import, and every command imports this package (desktop.errors' exit codes)."""
+    import urllib.request
+
+    from longdoc_net.redirects import RefuseRedirects
+
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}), RefuseRedirects)
 
 
 def opener_for(url: str) -> urllib.request.OpenerDirector:
     """The urllib opener for ``url``: never a proxy for loopback, the environment's otherwise."""
+    import urllib.request
+
+    from longdoc_net.redirects import RefuseRedirects
+
     # build_opener() reads the proxy variables when called; urllib.request.urlopen would keep
     # a process-wide opener made with whatever they were at its first call.
-    return _DIRECT if is_loopback(url) else urllib.request.build_opener()
+    return _direct() if is_loopback(url) else urllib.request.build_opener(RefuseRedirects)
 
 
 def urlopen(request: urllib.request.Request, timeout: float) -> Any:

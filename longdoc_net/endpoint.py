@@ -24,6 +24,7 @@ from enum import StrEnum
 from typing import Any
 
 from longdoc_net import auth_headers, opener_for
+from longdoc_net.redirects import RedirectRefused
 
 TIMEOUT_S = 3.0
 
@@ -56,6 +57,7 @@ class Reply:
 
     status: int
     body: bytes = b""
+    location: str = ""  # where a redirect (3xx, never followed) pointed
 
     def json(self) -> Any:
         """The body as JSON, or None."""
@@ -76,6 +78,8 @@ def get(url: str, api_key: str = "", timeout: float = TIMEOUT_S) -> Reply:
     try:
         with opener_for(url).open(request, timeout=timeout) as response:
             return Reply(response.status, response.read())
+    except RedirectRefused as exc:
+        return Reply(exc.status, b"", exc.location)
     except urllib.error.HTTPError as exc:
         with exc:
             return Reply(exc.code, exc.read() if exc.fp is not None else b"")
@@ -111,11 +115,21 @@ def parse_models(body: Any) -> list[ModelCard] | None:
     for card in cards:
         if not isinstance(card, dict) or card.get("id") is None:
             continue
-        length = card.get("max_model_len") or card.get("context_length")
+        length = card.get("max_model_len")
+        if length is None:
+            length = card.get("context_length")
+        # Kept as the server said it, zero and below included: the client refuses such a
+        # server with its numbers (issue 20) rather than taking it for one that is silent.
+        number = (
+            int(length)
+            if isinstance(length, int | float) and not isinstance(length, bool)
+            and abs(length) < 2**63
+            else None
+        )  # fmt: skip
         found.append(
             ModelCard(
                 str(card["id"]),
-                int(length) if isinstance(length, int | float) and length > 0 else None,
+                number,
                 str(card.get("owned_by") or ""),
                 str(card.get("root") or ""),
             )

@@ -44,17 +44,26 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(EXIT_OK, "success"),
     ExitCode(
         EXIT_STORAGE,
-        "storage problem: the disk is full, the data directory is not writable, "
-        "or the database is damaged",
+        "storage problem: the disk is full, the data directory is not writable (or "
+        "read-only), the database is damaged, or it is in use by another process (`reset-db`)",
     ),
     ExitCode(EXIT_USAGE, "usage: bad arguments or settings"),
     ExitCode(
         EXIT_DOCUMENT,
         "document problem: unreadable, not a regular file, encrypted, no text, too large "
-        "for the context (or a follow-up thread that no longer fits)",
+        "to read (text over 64 MiB, a decompression bomb) or for the context (or a "
+        "follow-up thread that no longer fits)",
     ),
-    ExitCode(EXIT_SERVER_UNAVAILABLE, "server unreachable, still loading, or refusing the API key"),
-    ExitCode(EXIT_REQUEST_FAILED, "server rejected or broke off the request"),
+    ExitCode(
+        EXIT_SERVER_UNAVAILABLE,
+        "server unreachable, still loading, refusing the API key, or answering with a "
+        "redirect (never followed)",
+    ),
+    ExitCode(
+        EXIT_REQUEST_FAILED,
+        "server rejected or broke off the request, sent a malformed stream, missed the "
+        "first-token deadline, or reported impossible limits (a context of zero or less)",
+    ),
     ExitCode(
         EXIT_BATCH_FAILED,
         "batch (`summarize`, `review`): some documents failed; the report lists each with "

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian/Ubuntu packages Longdoc needs, only those missing.
 #   run:  Qt's runtime libraries (X11/xcb, EGL, fonts) and python3-venv
-#   test: additionally podman + runc (server-manager tests against a real container
-#         runtime), Xvfb (screenshots on a virtual screen), desktop-file-utils and
-#         appstream (validating the desktop entry and metainfo)
+#   test: additionally podman + runc and docker.io (server-manager tests against real
+#         container runtimes; the docker tests start their own dockerd), Xvfb, openbox and
+#         xprop (GUI tests and screenshots on a real X display, with and without a window
+#         manager), desktop-file-utils and appstream (validating the desktop entry and
+#         metainfo), poppler-utils (pdftotext, the independent extractor the PDF
+#         word-spacing test compares with)
 #   wait-lock: only wait until no other apt/dpkg holds the package lock (used by tests)
 set -euo pipefail
 what="${1:-run}"
@@ -47,7 +50,8 @@ packages=(python3-venv libegl1 libgl1 libxkbcommon0 libxkbcommon-x11-0 libfontco
           libdbus-1-3 libglib2.0-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1
           libxcb-shape0 libxcb-randr0 libxcb-render-util0 libxcb-image0 fonts-dejavu-core)
 if [ "$what" = test ]; then
-    packages+=(podman runc uidmap xvfb desktop-file-utils appstream)
+    packages+=(podman runc uidmap docker.io xvfb openbox x11-utils desktop-file-utils appstream
+               poppler-utils)
 fi
 
 missing=()

@@ -11,11 +11,16 @@ LONGDOC_HOME, so your own library and settings are untouched. Writes: 01-first-r
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import socket
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,7 +38,6 @@ from desktop.documents import tokens  # noqa: E402
 from desktop.store.db import Store  # noqa: E402
 from desktop.ui.app import application, create_window  # noqa: E402
 from desktop.ui.main_window import MainWindow  # noqa: E402
-from tests.support.sglang_server import FakeSGLang  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "pdf-samples"
 GEOTOPO = CORPUS / "009-pdflatex-geotopo" / "GeoTopo-komprimiert.pdf"
@@ -108,6 +112,50 @@ def window_for(settings: Settings, store: Store) -> MainWindow:
     return window
 
 
+class TestServer:
+    """The project's SGLang-compatible test server as a program of its own
+    (``python -m tests.support.sglang_server``: this script imports nothing from the tests)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def behave(self, **fields: object) -> None:
+        """Change what it answers and how fast (its ``POST /_test/behaviour``)."""
+        body = json.dumps(fields).encode()
+        request = urllib.request.Request(f"{self.url}/_test/behaviour", data=body, method="POST")
+        request.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(request, timeout=10):
+            pass
+
+
+@contextmanager
+def test_server(context_length: int) -> Iterator[TestServer]:
+    """A test server on a free loopback port, ready for requests, stopped afterwards."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "tests.support.sglang_server", "--port", str(port)]
+    command += ["--api-key", KEY, "--context-length", str(context_length)]
+    child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL)
+    server = TestServer(f"http://127.0.0.1:{port}")
+    try:
+        spin(lambda: _answers(f"{server.url}/health") or child.poll() is not None, 60)
+        if child.poll() is not None:
+            raise SystemExit(f"the test server exited ({child.returncode})")
+        yield server
+    finally:
+        child.terminate()
+        child.wait(10)
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description="Screenshots of Longdoc's main states.")
     parser.add_argument("--out", type=Path, default=ROOT / "screenshots")
@@ -117,7 +165,7 @@ def main() -> int:
     application()
     tokens.encoding()
     store = Store(db_path())
-    with FakeSGLang(api_key=KEY, context_length=262_144) as server:
+    with test_server(262_144) as server:
         window = window_for(Settings(endpoint=server.url, api_key=KEY), store)
         spin(lambda: window.indicator.state == "ready")
         spin(lambda: window.first_run.server_label.text().startswith("✓ Server: ready"))
@@ -132,7 +180,7 @@ def main() -> int:
         panel = window.ask_panel
         view = panel.answer_view
         # A prefill the app can time (most of the prompt uncached): it learns the rate.
-        server.behaviour.update(
+        server.behave(
             answer_text=ANSWER,
             token_delay_s=0.03,
             reasoning_tokens=120,
@@ -177,7 +225,7 @@ def main() -> int:
         shoot(window, out, "06-cached")
 
         # A thread of three questions: the earlier turns above the current answer.
-        server.behaviour.update(answer_text=None, token_delay_s=0, reasoning_tokens=None)
+        server.behave(answer_text=None, token_delay_s=0, reasoning_tokens=None)
         for follow_up in ("Which chapter defines compactness?", "And where is it used later?"):
             panel.question_edit.setPlainText(follow_up)
             panel.ask()
@@ -198,7 +246,7 @@ def main() -> int:
         dialog.close()
         window.close()
 
-    with FakeSGLang(api_key=KEY, context_length=40_000) as small:
+    with test_server(40_000) as small:
         window = window_for(Settings(endpoint=small.url, api_key=KEY, answer_reserve=4_096), store)
         spin(lambda: window.indicator.state == "ready")
         window.library.select(store.list_documents()[0].sha256)

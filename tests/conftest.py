@@ -15,6 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 CORPUS_DIR = ROOT.parent / "shared" / "corpus" / "pdf-samples"
 API_KEY = "test-key-123"
 
+# The shared fixtures (``store``...) live in tests/support, with the other test helpers.
+pytest_plugins = ["tests.support.fixtures"]
+
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -52,3 +55,19 @@ def make_document(pages: list[tuple[str, str]], title: str = "Test document") ->
     )
     measure(doc)  # exact tokens of the block, and per page
     return doc
+
+
+# A real X display for tests marked ``xvfb``, and no process left behind by the run.
+from tests.support.display import (  # noqa: E402
+    pytest_configure,
+    pytest_runtest_logreport,
+    pytest_runtest_protocol,
+    pytest_sessionfinish,
+)
+
+__all__ = [
+    "pytest_configure",
+    "pytest_runtest_logreport",
+    "pytest_runtest_protocol",
+    "pytest_sessionfinish",
+]

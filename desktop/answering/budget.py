@@ -105,7 +105,7 @@ def prompt_overhead(question: str, thinking: bool) -> int:
     The document block is tokenized on its own (it starts after a paragraph break and ends
     at ``<|im_end|>``, both boundaries the tokenizer's split pattern never crosses), so the
     instructions, the template and the question add the same count to every document;
-    ``tests/unit/test_budget.py`` checks this against the full count on real documents.
+    ``tests/unit/answering/test_budget.py`` checks this against the full count on real documents.
     """
     from desktop.answering.prompt import count_prompt_tokens, full_range
     from desktop.documents.ingest import count_range_tokens

@@ -10,6 +10,7 @@ and a stream without ``[DONE]``. Every failure becomes one typed error from
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import socket
 import threading
@@ -32,14 +33,17 @@ from desktop.errors import (
     ServerLoading,
     ServerUnreachable,
     StreamBroken,
+    one_line,
 )
 from desktop.net import auth_headers, http_client
 from longdoc_net.endpoint import (
     Engine,
     EngineFacts,
+    Failure,
     ModelCard,
     Reply,
     api_root,
+    classify,
     error_message,
     is_context_error,
     known_facts,
@@ -75,6 +79,28 @@ def first_token_timeout(prompt_tokens: int, min_prefill_rate: int) -> float:
     return 60.0 + prompt_tokens / max(min_prefill_rate, 1)
 
 
+def status_error(where: str, status: int, message: str, path: str = "") -> LongdocError:
+    """The one error for an HTTP error status (``longdoc_net.endpoint.classify`` says what
+    it means), for chat requests and warm-ups alike."""
+    failure = classify(status, message)
+    if failure == Failure.UNAUTHORIZED:
+        return AuthenticationFailed(
+            f"The server at {where} refused the API key ({status}); check api_key in "
+            "longdoc.toml or LONGDOC_API_KEY."
+        )
+    if failure == Failure.LOADING:
+        return ServerLoading(
+            f"The server at {where} is still loading the model (503); "
+            "try again when `longdoc server status` says ready."
+        )
+    if failure == Failure.NOT_FOUND:
+        return ServerError(f"The server at {where} does not know this request: {message}")
+    if failure == Failure.TOO_LONG:
+        return ContextTooLong(f"The server rejected the prompt as too long: {message}")
+    to = f" to {path}" if path else ""
+    return ServerError(f"The server at {where} answered {status}{to}: {message}")
+
+
 class ChatClient:
     """One server endpoint: model listing, token counting, streamed answers.
 
@@ -108,6 +134,12 @@ class ChatClient:
         self._client.close()
         self._http.close()
 
+    def resume_granularity(self) -> int:
+        """How far before the question the engine's cache may resume at worst: vLLM's
+        block size (0 while the engine is not known yet, or resumes anywhere); no request."""
+        facts = self._facts
+        return facts.granularity if facts is not None and facts.engine == Engine.VLLM else 0
+
     def _known_engine(self) -> Engine | None:
         """The engine as far as known now (no request): recognised, else the profile's."""
         facts = self._facts or known_facts(self.engine)
@@ -140,23 +172,8 @@ class ChatClient:
                 "Start it with `longdoc server start` or check the endpoint."
             )
         if isinstance(exc, openai.APIStatusError):
-            status = exc.status_code
             message = error_message(exc.body) or error_message(exc.response.text) or str(exc)
-            if status in (401, 403):
-                return AuthenticationFailed(
-                    f"The server at {where} refused the API key ({status}); check api_key in "
-                    "longdoc.toml or LONGDOC_API_KEY."
-                )
-            if status == 503:
-                return ServerLoading(
-                    f"The server at {where} is still loading the model (503); "
-                    "try again when `longdoc server status` says ready."
-                )
-            if status == 404:
-                return ServerError(f"The server at {where} does not know this request: {message}")
-            if is_context_error(message):
-                return ContextTooLong(f"The server rejected the prompt as too long: {message}")
-            return ServerError(f"The server at {where} answered {status}: {message}")
+            return status_error(where, exc.status_code, message)
         if isinstance(exc, openai.APIError):
             message = error_message(exc.body) or exc.message
             if is_context_error(message):
@@ -299,6 +316,9 @@ class StreamingAnswer:
         # This request's sockets, so cancel() can shut them down from any thread.
         self._sockets: list[socket.socket] = []
         self._abort_sent = False
+        # When the first token (reasoning or answer) arrived; None until then.
+        self._first: float | None = None
+        self._deadline_passed = False
         # The read timeout covers the silent prefill before the first chunk.
         self._http = http_client(
             client.url,
@@ -317,6 +337,10 @@ class StreamingAnswer:
         than the one reading it can leave that reader blocked until the read timeout.
         The reader closes everything itself on its way out."""
         self.cancelled.set()
+        self._hang_up()
+
+    def _hang_up(self) -> None:
+        """Shut this request's connections down and have the server abort it."""
         with self._lock:
             sockets = list(self._sockets)
         for sock in sockets:
@@ -349,11 +373,20 @@ class StreamingAnswer:
         if self.cancelled.is_set():  # cancelled while connecting
             _shutdown(sock)
 
-    def _watch(self, done: threading.Event) -> None:
+    def _watch(self, done: threading.Event, start: float) -> None:
+        """Turn a cancel into closing the connection; likewise the first-token deadline,
+        which must fire whatever bytes arrive (SSE comments keep every read short)."""
+        deadline = start + self.first_token_timeout_s
         while not done.is_set():
             if self.cancelled.wait(0.05):
                 if not done.is_set():
                     self.cancel()
+                return
+            if self._first is None and time.monotonic() > deadline and not done.is_set():
+                # Not cancel(): its event may be shared (a batch's), and only this request
+                # is late.
+                self._deadline_passed = True
+                self._hang_up()
                 return
 
     def __iter__(self) -> Iterator[StreamEvent]:
@@ -371,13 +404,29 @@ class StreamingAnswer:
             self._http.close()
 
     def _events(self, done: threading.Event, start: float) -> Iterator[StreamEvent]:
-        first: float | None = None
-        finish_reason: str | None = None
         # Prefill can block for minutes, before or after the response headers; a watcher
         # turns the cancel event into closing the connection, which unblocks at once.
         threading.Thread(
-            target=self._watch, args=(done,), daemon=True, name="longdoc-cancel-watch"
+            target=self._watch, args=(done, start), daemon=True, name="longdoc-cancel-watch"
         ).start()
+        try:
+            yield from self._read(start)
+        except LongdocError as exc:
+            if self._deadline_passed and not isinstance(exc, Cancelled):
+                raise self._past_deadline() from exc
+            raise
+
+    def _past_deadline(self) -> StreamBroken:
+        return StreamBroken(
+            f"The server at {self.client.url} sent no token within "
+            f"{self.first_token_timeout_s:,.0f} s (the first-token deadline, from the prompt's "
+            "size and min_prefill_rate); it may be overloaded or wedged: check "
+            "`longdoc server status` (on a slow GPU, lower min_prefill_rate in longdoc.toml)."
+        )
+
+    def _read(self, start: float) -> Iterator[StreamEvent]:
+        """The request and its stream, as events (see ``_events``)."""
+        finish_reason: str | None = None
         try:
             stream = self._openai.chat.completions.create(  # type: ignore[call-overload]
                 model=self.model,
@@ -399,24 +448,24 @@ class StreamingAnswer:
             for chunk in stream:
                 if self.cancelled.is_set():
                     raise Cancelled()
-                usage = getattr(chunk, "usage", None)
-                if usage is not None:
-                    yield _usage(usage)
-                for choice in chunk.choices or []:
-                    delta = choice.delta
-                    if delta is not None:
-                        extra = delta.model_extra or {}
-                        reasoning = extra.get("reasoning_content") or extra.get("reasoning")
-                        if isinstance(reasoning, str) and reasoning:
-                            first = first or time.monotonic()
-                            yield ReasoningDelta(reasoning)
-                        if delta.content:
-                            first = first or time.monotonic()
-                            yield AnswerDelta(delta.content)
-                    if choice.finish_reason:
-                        finish_reason = choice.finish_reason
+                for event in _chunk_events(chunk):
+                    if isinstance(event, str):
+                        finish_reason = event
+                        continue
+                    if not isinstance(event, Usage) and self._first is None:
+                        self._first = time.monotonic()
+                    yield event
         except Cancelled:
             raise
+        except (ValueError, TypeError, AttributeError) as exc:
+            # Not JSON, not UTF-8, or JSON of the wrong shape (openai builds its chunk
+            # objects unvalidated): the server's fault, said once; what arrived is kept.
+            if self.cancelled.is_set():
+                raise Cancelled() from exc
+            raise StreamBroken(
+                f"The server at {self.client.url} sent a malformed answer stream "
+                f"({_malformed(exc)}); the answer is incomplete."
+            ) from exc
         except openai.OpenAIError as exc:
             if self.cancelled.is_set():
                 raise Cancelled() from exc
@@ -445,6 +494,7 @@ class StreamingAnswer:
         if finish_reason == "abort":
             raise StreamBroken(f"The server at {self.client.url} aborted the request.")
         now = time.monotonic()
+        first = self._first
         yield Finished(finish_reason, None if first is None else first - start, now - start)
 
 
@@ -454,8 +504,60 @@ def _shutdown(sock: socket.socket) -> None:
         socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
-def _usage(usage: Any) -> Usage:
-    """Read usage liberally: cached tokens in details or top level, reasoning either way."""
+def _chunk_events(chunk: Any) -> Iterator[StreamEvent | str]:
+    """One chunk's events; a ``str`` is the finish reason. Shapes are checked: a chunk is
+    only as good as the server that sent it."""
+    usage = getattr(chunk, "usage", None)
+    if usage is not None:
+        counted = _usage(usage)
+        if counted is not None:
+            yield counted
+    choices = chunk.choices or []
+    if not isinstance(choices, list):
+        raise TypeError("'choices' is not a list")
+    for choice in choices:
+        delta = choice.delta
+        if delta is not None:
+            extra = delta.model_extra or {}
+            reasoning = extra.get("reasoning_content") or extra.get("reasoning")
+            if isinstance(reasoning, str) and reasoning:
+                yield ReasoningDelta(reasoning)
+            content = delta.content
+            if content is not None and not isinstance(content, str):
+                raise TypeError("'content' is not text")
+            if content:
+                yield AnswerDelta(content)
+        if choice.finish_reason:
+            if not isinstance(choice.finish_reason, str):
+                raise TypeError("'finish_reason' is not text")
+            yield choice.finish_reason
+
+
+def _malformed(exc: Exception) -> str:
+    """What was wrong with the stream, in a few words."""
+    if isinstance(exc, UnicodeDecodeError):
+        return "bytes that are not UTF-8"
+    if isinstance(exc, json.JSONDecodeError):
+        return "a chunk that is not JSON"
+    return f"a chunk of the wrong shape: {one_line(str(exc))[:120]}"
+
+
+# Counts past this are nonsense (no context holds 2^31 tokens); SQLite cannot even store
+# 10^19. Such usage is dropped, not stored or shown.
+_MAX_COUNT = 2**31 - 1
+
+
+def _count(value: Any) -> int | None:
+    """A token count the server reported, or None when it is missing or absurd."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 <= value <= _MAX_COUNT else None
+
+
+def _usage(usage: Any) -> Usage | None:
+    """Read usage liberally: cached tokens in details or top level, reasoning either way.
+
+    None when the main counts are absurd (negative, 10^19): the whole report is ignored."""
     extra = getattr(usage, "model_extra", None) or {}
     details = getattr(usage, "prompt_tokens_details", None)
     cached = getattr(details, "cached_tokens", None) if details is not None else None
@@ -465,9 +567,14 @@ def _usage(usage: Any) -> Usage:
     reasoning = getattr(cdetails, "reasoning_tokens", None) if cdetails is not None else None
     if reasoning is None:
         reasoning = extra.get("reasoning_tokens")
+    prompt = _count(getattr(usage, "prompt_tokens", 0) or 0)
+    completion = _count(getattr(usage, "completion_tokens", 0) or 0)
+    if prompt is None or completion is None:
+        log.debug("ignoring absurd usage from the server: %r", usage)
+        return None
     return Usage(
-        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-        cached_tokens=cached if isinstance(cached, int) else None,
-        reasoning_tokens=reasoning if isinstance(reasoning, int) else None,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cached_tokens=_count(cached),
+        reasoning_tokens=_count(reasoning),
     )

@@ -66,9 +66,12 @@ def expected_uncached(
     first_page: int,
     last_page: int,
     now: float,
+    granularity: int = 0,
 ) -> int:
     """Tokens the server will likely have to read: all of them, unless a recent question
-    about the same pages left the document in its cache (then about the question only)."""
+    about the same pages left the document in its cache (then about the question only,
+    plus up to the engine's ``granularity``: vLLM resumes a hybrid model at a block
+    boundary, up to a block before the question; SGLang at the warmed prefix's end)."""
     same = [
         a
         for a in earlier
@@ -80,7 +83,8 @@ def expected_uncached(
     if not same:
         return prompt_tokens
     last = max(same, key=lambda a: a.created_at)
-    shared = max(0, min(prompt_tokens, last.prompt_tokens or 0) - QUESTION_ALLOWANCE)
+    margin = QUESTION_ALLOWANCE + granularity
+    shared = max(0, min(prompt_tokens, last.prompt_tokens or 0) - margin)
     return prompt_tokens - shared
 
 
@@ -91,8 +95,10 @@ def guess(
     first_page: int,
     last_page: int,
     now: float,
+    granularity: int = 0,
 ) -> PrefillGuess:
-    """The expected prefill of a prompt about ``first_page``-``last_page``."""
-    uncached = expected_uncached(prompt_tokens, earlier, first_page, last_page, now)
+    """The expected prefill of a prompt about ``first_page``-``last_page`` (``granularity``:
+    where the engine's cache resumes at worst before the question, see expected_uncached)."""
+    uncached = expected_uncached(prompt_tokens, earlier, first_page, last_page, now, granularity)
     seconds = uncached / rate if rate else None
     return PrefillGuess(prompt_tokens, uncached, seconds)

@@ -15,8 +15,8 @@ history.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 # PageRange lives with the page-range grammar; re-exported for the prompt's callers.
 from desktop.answering.pages import PageRange as PageRange
@@ -152,10 +152,27 @@ def build_messages(
     ]
 
 
-def render_chat(messages: list[dict[str, str]], thinking: bool) -> str:
-    """The text the Qwen3.5 chat template renders for plain system/user messages."""
-    # The real template trims each message's content.
-    out = [f"{IM_START}{m['role']}\n{m['content'].strip()}{IM_END}\n" for m in messages]
+# What Qwen3.5's chat template writes for an image part (its <|image_pad|> stands for all
+# of the image's patch tokens, which the server expands).
+IMAGE_MARKUP = "<|vision_start|><|image_pad|><|vision_end|>"
+
+
+def render_chat(messages: Sequence[Mapping[str, Any]], thinking: bool) -> str:
+    """The text Qwen3.5's chat template renders for Longdoc's messages (system, user, and a
+    thread's earlier assistant answers; content a string or text and image parts).
+
+    Checked byte for byte against the real template (tests/unit/answering/test_chat_template.py).
+    """
+    out = []
+    for message in messages:
+        content = message["content"]
+        if not isinstance(content, str):
+            content = "".join(
+                IMAGE_MARKUP if part.get("type") == "image_url" else str(part.get("text", ""))
+                for part in content
+            )
+        # The real template trims each message's content.
+        out.append(f"{IM_START}{message['role']}\n{content.strip()}{IM_END}\n")
     out.append(f"{IM_START}assistant\n")
     out.append("<think>\n" if thinking else "<think>\n\n</think>\n\n")
     return "".join(out)
@@ -291,7 +308,7 @@ def set_system_turn_tokens(docset: DocumentSet) -> int:
     """Exact tokens of a set's rendered system turn, from the per-page counts (no re-encoding).
 
     Every joint (a head before ``[Page``, a close before ``<document``) falls where the
-    pre-tokenizer always splits, so the sum is exact (tests/unit/test_sets.py checks it).
+    pre-tokenizer always splits, so the sum is exact (tests/unit/answering/test_sets.py checks it).
     """
     return sum(document_share(docset, m.letter) for m in docset.members) + _tail_tokens()
 

@@ -22,7 +22,7 @@ import urllib.request
 from typing import Any
 
 from desktop.answering.pages import PageRange
-from desktop.answering.prompt import IM_END, IM_START, build_messages
+from desktop.answering.prompt import build_messages, render_chat
 from desktop.documents import tokens
 from desktop.documents.layout import DOCUMENT_OPEN, ambiguous_labels, anchor
 from desktop.documents.model import Document
@@ -31,7 +31,6 @@ from desktop.net import auth_headers, urlopen
 
 INFO_TIMEOUT_S = 15.0
 NO_TEXT = "(no text on this page)"
-IMAGE_MARKUP = "<|vision_start|><|image_pad|><|vision_end|>"
 # Where the instructions end and the document block starts in the text-only system message
 # (the instructions mention "<document>" too, but never after a blank line).
 BLOCK_START = f"\n\n{DOCUMENT_OPEN}"
@@ -145,24 +144,15 @@ def build_image_messages(
 
 def count_image_prompt_tokens(messages: list[dict[str, Any]], thinking: bool) -> int:
     """The prompt's tokens as the server counts them: text, markers and each image's patches."""
-    rendered: list[str] = []
-    patches = 0
-    for message in messages:
-        content = message["content"]
-        if isinstance(content, list):
-            pieces = []
-            for part in content:
-                if part.get("type") == "image_url":
-                    pieces.append(IMAGE_MARKUP)
-                    # The one <|image_pad|> counted with the text stands for all patches.
-                    patches += _image_part_tokens(part) - 1
-                else:
-                    pieces.append(str(part.get("text", "")))
-            content = "".join(pieces)
-        rendered.append(f"{IM_START}{message['role']}\n{str(content).strip()}{IM_END}\n")
-    rendered.append(f"{IM_START}assistant\n")
-    rendered.append("<think>\n" if thinking else "<think>\n\n</think>\n\n")
-    return len(tokens.encode_with_special("".join(rendered))) + patches
+    # The one <|image_pad|> counted with the text stands for all of an image's patches.
+    patches = sum(
+        _image_part_tokens(part) - 1
+        for message in messages
+        if isinstance(message["content"], list)
+        for part in message["content"]
+        if part.get("type") == "image_url"
+    )
+    return len(tokens.encode_with_special(render_chat(messages, thinking))) + patches
 
 
 def _image_part_tokens(part: dict[str, Any]) -> int:

@@ -69,6 +69,7 @@ from desktop.errors import (
     NoServerConfigured,
     ServerError,
     ServerUnavailable,
+    StreamBroken,
     UsageError,
 )
 from desktop.store.db import EndpointModel, NewTurn, Store
@@ -90,6 +91,9 @@ PROGRESS_FLUSH_S = 1.0
 
 # Where a stated context length comes from, for messages (precedence: --context-length >
 # LONGDOC_CONTEXT_LENGTH > context_length in longdoc.toml > the external profile's key).
+# Far past any model's context (2^31 tokens): a server reporting more, or zero or less, is
+# broken, and its numbers are refused rather than used.
+MAX_SANE_CONTEXT = 2**31 - 1
 STATED_BY_SETTINGS = "the context_length setting"
 STATED_BY_PROFILE = "the external profile's context_length"
 
@@ -307,11 +311,24 @@ class Answerer:
                 "(max_model_len in /v1/models): state it with --context-length N, "
                 "LONGDOC_CONTEXT_LENGTH or context_length in longdoc.toml."
             )
+        if reported is not None and not 0 < reported <= MAX_SANE_CONTEXT:
+            # The server's own numbers are wrong, not the document: never "too large".
+            raise ServerError(
+                f"The server at {self.endpoint.url} reports a context length of {reported:,} "
+                "tokens (max_model_len in /v1/models), which cannot be right; fix the "
+                "server's --context-length (or state the real one with --context-length N)."
+            )
         if reported is None or (stated and stated < reported):
             context, stated_by = stated, self.endpoint.stated_by
         else:
             context, stated_by = reported, ""
         max_input = self.client.facts().max_req_input_len
+        if max_input is not None and not 0 < max_input <= MAX_SANE_CONTEXT:
+            raise ServerError(
+                f"The server at {self.endpoint.url} reports a max_req_input_len of "
+                f"{max_input:,} tokens (/server_info), which cannot be right; check its "
+                "--context-length and memory settings (or restart it)."
+            )
         return ContextLimits(context, max_input, stated_by)
 
     def limits(self) -> ContextLimits:
@@ -430,6 +447,16 @@ class Answerer:
         scanned = scanned_pages(doc, pages)
         if not (scanned and self.reads_images()):
             require_text(doc, pages.first, pages.last)
+        else:
+            # Priced from the page sizes before a single page is rendered: a 10,000-page
+            # scan is refused at once instead of after minutes of rendering.
+            from desktop.documents.page_images import image_tokens_before_rendering
+
+            text_part = count_prompt_tokens(doc, pages, question.text, question.thinking, history)
+            least = text_part + image_tokens_before_rendering(doc.path, scanned)
+            early = plan_budget(least, limits, reserve)
+            if not early.fits:
+                raise refusal(doc, pages, early)
         messages, local = self.prompt(doc, pages, question.text, question.thinking, history)
         server = (
             self.client.count_tokens(messages, info.id, question.thinking)
@@ -737,8 +764,10 @@ class Answerer:
             self._finish(record, AnswerStatus.FAILED, error=str(refused))
             raise refused from exc
         except LongdocError as exc:
-            cancelled = isinstance(exc, Cancelled)
-            status = AnswerStatus.INCOMPLETE if cancelled else AnswerStatus.FAILED
+            # Stopped, or the stream broke off (malformed, cut, past a deadline): what
+            # arrived is kept as incomplete; a request the server refused has failed.
+            partial = isinstance(exc, Cancelled | StreamBroken)
+            status = AnswerStatus.INCOMPLETE if partial else AnswerStatus.FAILED
             self._finish(record, status, error=str(exc))
             raise
         except BaseException:

@@ -20,17 +20,13 @@ from typing import Any, Literal
 
 import httpx2
 
-from desktop.answering.client import CONNECT_TIMEOUT_S
+from desktop.answering.client import CONNECT_TIMEOUT_S, status_error
 from desktop.errors import (
-    AuthenticationFailed,
     Cancelled,
-    ContextTooLong,
-    ServerError,
-    ServerLoading,
     ServerUnreachable,
 )
 from desktop.net import auth_headers, http_client, is_loopback
-from longdoc_net.endpoint import api_root, error_message, is_context_error
+from longdoc_net.endpoint import api_root, error_message
 
 Route = Literal["generate", "completions"]
 ROUTES: tuple[Route, ...] = ("generate", "completions")
@@ -158,16 +154,7 @@ def prefill(
         data = response.text
     if status >= 400:
         message = error_message(data) or response.text.strip() or f"HTTP {status}"
-        if status in (401, 403):
-            raise AuthenticationFailed(
-                f"The server at {url} refused the API key ({status}); check api_key in "
-                "longdoc.toml or LONGDOC_API_KEY."
-            )
-        if status == 503:
-            raise ServerLoading(f"The server at {url} is still loading the model (503).")
-        if is_context_error(message):
-            raise ContextTooLong(f"The server rejected the prompt as too long: {message}")
-        raise ServerError(f"The server at {url} answered {status} to {path}: {message}")
+        raise status_error(url, status, message, path)
     prompt_tokens, cached = _read(route, data)
     return Prefilled(route, prompt_tokens, cached, time.monotonic() - started)
 

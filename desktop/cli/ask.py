@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from desktop.cli.commands import add_command
 from desktop.cli.options import add_server_options, token_count
+from desktop.cli.terminal import style
 from desktop.errors import (
     COMMON_EXIT_CODES,
     EXIT_DOCUMENT,
@@ -202,13 +203,14 @@ def cmd_ask(args: argparse.Namespace) -> int:
                         print(f"Answering about {scope} only.", file=sys.stderr)
                 elif isinstance(event, ReasoningDelta) and not args.json:
                     if not in_reasoning and tty_err:
-                        sys.stderr.write(DIM)
+                        style(sys.stderr, DIM)
                     in_reasoning = True
                     sys.stderr.write(event.text)
                     sys.stderr.flush()
                 elif isinstance(event, AnswerDelta) and not args.json:
                     if in_reasoning:
-                        sys.stderr.write((RESET if tty_err else "") + "\n")
+                        style(sys.stderr, RESET if tty_err else "")
+                        sys.stderr.write("\n")
                         sys.stderr.flush()
                         in_reasoning = False
                     sys.stdout.write(event.text)
@@ -222,7 +224,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
             events.close()  # a KeyboardInterrupt here still stores the answer as incomplete
             if in_reasoning:
                 # End the dimmed reasoning line so an error starts on a line of its own.
-                sys.stderr.write((RESET if tty_err else "") + "\n")
+                style(sys.stderr, RESET if tty_err else "")
+                sys.stderr.write("\n")
                 sys.stderr.flush()
             if final is None and answered:
                 sys.stdout.write("\n")
@@ -243,12 +246,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
         else:
             if final.from_cache:
                 if thinking and answer.reasoning:
-                    sys.stderr.write(
-                        (DIM if tty_err else "")
-                        + answer.reasoning
-                        + (RESET if tty_err else "")
-                        + "\n"
-                    )
+                    style(sys.stderr, DIM if tty_err else "")
+                    sys.stderr.write(answer.reasoning)
+                    style(sys.stderr, RESET if tty_err else "")
+                    sys.stderr.write("\n")
                 sys.stdout.write(answer.answer)
                 print(
                     f"\n(from cache, asked {ago(answer.created_at)}; --no-cache asks again)",

@@ -136,7 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             import logging
 
             logging.basicConfig(level=logging.DEBUG, format="%(name)s: %(message)s")
-        code: int = args.func(args)
+        from desktop.cli.terminal import safe_streams
+
+        with safe_streams():  # nothing untrusted reaches the terminal raw (see there)
+            code: int = args.func(args)
         return code
     except LongdocError as exc:
         print(f"Error: {one_line(str(exc))}", file=sys.stderr)

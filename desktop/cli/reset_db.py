@@ -31,12 +31,20 @@ def register(sub: Any) -> None:
 def cmd_reset_db(args: argparse.Namespace) -> int:
     """Set the damaged database aside and open a fresh one."""
     from desktop.config import db_path
-    from desktop.store.db import Store, damage, set_aside
+    from desktop.store.db import Store, damage, other_user, set_aside
 
     path = db_path()
     if not path.exists():
         print(f"No database at {display_path(path)} yet; nothing to do.", file=sys.stderr)
         return 0
+    holder = other_user(path)
+    if holder is not None:
+        pid, command = holder
+        raise StorageError(
+            f"{display_path(path)} is in use by process {pid} ({command}); moving it now "
+            "would send that process's writes into the set-aside file. Close it (or let it "
+            "finish) and run reset-db again."
+        )
     problem = damage(path)
     if problem is None and not args.force:
         print(

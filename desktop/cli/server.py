@@ -27,44 +27,36 @@ from desktop.errors import (
 )
 from longdoc_net.endpoint import Phase
 from server_manager import ServerManager, ServerManagerError, ServerStatus, Stage
-from server_manager.errors import (
-    EXIT_IMAGE_MISSING,
-    EXIT_MODEL_DIR_MISSING,
-    EXIT_NO_CONTAINER_RUNTIME,
-    EXIT_NO_GPU_DEVICES,
-    EXIT_NOT_RUNNING,
-    EXIT_OTHER_SERVER_RUNNING,
-    EXIT_PORT_IN_USE,
-    EXIT_PROFILE_INVALID,
-    EXIT_RUNTIME_DOWN,
-    EXIT_RUNTIME_PERMISSION,
-    EXIT_SERVER_FAILED,
-)
+from server_manager import errors as codes
 from server_manager.manager import endpoint_status
 
 # Only the codes each subcommand can return (desktop.errors.EXIT_CODES words them).
 _START = (
     *COMMON_EXIT_CODES,
     EXIT_SERVER_UNAVAILABLE,  # an external profile's server does not answer or refuses the key
-    EXIT_NO_CONTAINER_RUNTIME,
-    EXIT_RUNTIME_PERMISSION,
-    EXIT_IMAGE_MISSING,
-    EXIT_MODEL_DIR_MISSING,
-    EXIT_PORT_IN_USE,
-    EXIT_NO_GPU_DEVICES,
-    EXIT_PROFILE_INVALID,
-    EXIT_SERVER_FAILED,
-    EXIT_OTHER_SERVER_RUNNING,
-    EXIT_RUNTIME_DOWN,  # the runtime's daemon is down (docker version cannot reach it)
+    codes.EXIT_NO_CONTAINER_RUNTIME,
+    codes.EXIT_RUNTIME_PERMISSION,
+    codes.EXIT_IMAGE_MISSING,
+    codes.EXIT_MODEL_DIR_MISSING,
+    codes.EXIT_PORT_IN_USE,
+    codes.EXIT_NO_GPU_DEVICES,
+    codes.EXIT_PROFILE_INVALID,
+    codes.EXIT_SERVER_FAILED,
+    codes.EXIT_OTHER_SERVER_RUNNING,
+    codes.EXIT_RUNTIME_DOWN,  # the runtime's daemon is down (docker version cannot reach it)
 )
 SUBCOMMAND_EXIT_CODES: dict[str, tuple[int, ...]] = {
     "start": _START,
     "restart": _START,
     # The runtime not answering; another process holding the start/stop lock.
-    "stop": (*COMMON_EXIT_CODES, EXIT_RUNTIME_PERMISSION, EXIT_SERVER_FAILED),
+    "stop": (
+        *COMMON_EXIT_CODES,
+        codes.EXIT_RUNTIME_PERMISSION,
+        codes.EXIT_SERVER_FAILED,
+    ),
     # An endpoint that does not answer or refuses the key (4); the runtime's daemon down.
-    "status": (*COMMON_EXIT_CODES, EXIT_SERVER_UNAVAILABLE, EXIT_RUNTIME_DOWN),
-    "logs": (*COMMON_EXIT_CODES, EXIT_NOT_RUNNING),
+    "status": (*COMMON_EXIT_CODES, EXIT_SERVER_UNAVAILABLE, codes.EXIT_RUNTIME_DOWN),
+    "logs": (*COMMON_EXIT_CODES, codes.EXIT_NOT_RUNNING),
     # Talks to the server (4, 5) and reports a missed needle (7).
     "selftest": (
         *COMMON_EXIT_CODES,
@@ -74,7 +66,7 @@ SUBCOMMAND_EXIT_CODES: dict[str, tuple[int, ...]] = {
     ),
 }
 # The `server` group's help lists them all.
-EXIT_CODES = tuple(sorted({code for codes in SUBCOMMAND_EXIT_CODES.values() for code in codes}))
+EXIT_CODES = tuple(sorted({code for listed in SUBCOMMAND_EXIT_CODES.values() for code in listed}))
 
 
 class ServerCommandFailed(LongdocError):
@@ -149,7 +141,7 @@ def cmd_restart(args: argparse.Namespace) -> int:
 
 def _format_status(status: ServerStatus) -> str:
     lines = [f"Profile:  {status.profile}", f"State:    {status.state}"]
-    if status.stage and status.state == "starting":
+    if status.stage and status.state == Phase.STARTING:
         lines.append(f"Stage:    {status.stage.replace('_', ' ')}")
     if status.endpoint:
         lines.append(f"Endpoint: {status.endpoint}")
@@ -207,7 +199,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def _status_code(status: ServerStatus) -> int:
     """The exit code of ``server status``: whether the server can be used now."""
     if status.state == Phase.RUNTIME_DOWN:
-        return EXIT_RUNTIME_DOWN
+        return codes.EXIT_RUNTIME_DOWN
     if status.external and status.state in (Phase.STOPPED, Phase.FAILED):
         return EXIT_SERVER_UNAVAILABLE
     return 0

@@ -12,6 +12,7 @@ from typing import Any, TextIO
 
 from desktop.cli.commands import add_command
 from desktop.cli.options import add_server_options
+from desktop.cli.terminal import style
 from desktop.errors import (
     EXIT_BATCH_FAILED,
     EXIT_INTERRUPTED,
@@ -43,7 +44,13 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="requests at once (default: the server's own limit from /server_info, at most 8; "
         "4 when the server does not say)",
     )
-    p.add_argument("--out", type=Path, metavar="PATH", help="write the report here")
+    p.add_argument(
+        "--out",
+        type=Path,
+        metavar="PATH",
+        help="write the report here (checked before anything is asked; a symlink is written "
+        "through, a device or FIFO in place)",
+    )
     p.add_argument(
         "--format",
         choices=("md", "json", "csv"),
@@ -222,7 +229,7 @@ class _Progress:
 
     def _line(self, text: str) -> None:
         if self.live:
-            self.stream.write("\r\x1b[K")
+            style(self.stream, "\r\x1b[K")
         finished = sum(self.counts.values())
         self.stream.write(f"[{finished}/{self.total}] {text}\n")
         self.stream.flush()
@@ -245,7 +252,8 @@ class _Progress:
         line = f"[{'#' * filled}{'.' * (width - filled)}] " + ", ".join(parts)
         if flight:
             line += f" · {flight}"
-        self.stream.write("\r\x1b[K" + line[:200])
+        style(self.stream, "\r\x1b[K")
+        self.stream.write(line[:200])
         self.stream.flush()
 
     def _eta(self, remaining: int) -> str:
@@ -261,7 +269,7 @@ class _Progress:
         if self.json:
             return
         if self.live:
-            self.stream.write("\r\x1b[K")
+            style(self.stream, "\r\x1b[K")
         done = ", ".join(f"{n} {s}" for s, n in self.counts.items() if n)
         elapsed = time.monotonic() - self.started
         print(f"Finished in {elapsed:.1f} s: {done or 'nothing to do'}.", file=self.stream)

@@ -5,13 +5,25 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import struct
+import zlib
 from pathlib import Path
 
 # PDFium, the tokenizer and the Word and transcript readers are imported by the functions
 # that use them: reopening a stored document needs none, and should start at once.
 from desktop.documents.model import Document
+from desktop.documents.source import (
+    MAGIC_WINDOW,
+    NOT_REGULAR,
+    PDF_MAGIC,
+    Source,
+    check_file,
+    check_pdf_streams,
+    os_reason,
+    read_source,
+)
 from desktop.documents.text import MARKDOWN_SUFFIXES, TEXT_SUFFIXES
-from desktop.errors import DocumentEmpty, DocumentUnreadable, UsageError
+from desktop.errors import DocumentEmpty, DocumentError, DocumentUnreadable, UsageError, one_line
 
 # Part of every Document's ``extractor`` string: bump it whenever extraction or cleaning
 # changes its output, so cached documents from the old code are extracted again.
@@ -19,7 +31,9 @@ from desktop.errors import DocumentEmpty, DocumentUnreadable, UsageError
 # 3: PDF titles, metadata, labels and bookmarks without control characters; per-page
 #    prompt token counts.
 # 4: PDF form values and annotations in the page text, unloadable pages kept.
-EXTRACTOR_VERSION = 4
+# 5: glued PDF words spaced, WebVTT cue boundaries, Word imported parts, form fields,
+#    symbols, list overrides, headers of empty bodies; readable titles.
+EXTRACTOR_VERSION = 5
 
 PDF_SUFFIX = ".pdf"
 
@@ -41,14 +55,10 @@ def __getattr__(name: str) -> frozenset[str]:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-PDF_MAGIC = b"%PDF-"
-# PDF readers accept the header anywhere in the first KiB (some generators prepend junk).
-_MAGIC_WINDOW = 1024
-_CHUNK = 1 << 20
-
-
 def sha256_file(path: Path) -> str:
-    """Hex SHA-256 of a regular file's bytes, read in 1 MiB chunks; anything else is refused."""
+    """Hex SHA-256 of a regular file's bytes, read in 1 MiB chunks; anything else is refused.
+
+    For finding a stored document by content; extraction hashes its own single read."""
     check_file(path)
     digest = hashlib.sha256()
     try:
@@ -58,18 +68,43 @@ def sha256_file(path: Path) -> str:
         with os.fdopen(fd, "rb") as fh:
             if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
                 raise DocumentUnreadable(path, NOT_REGULAR)
-            while chunk := fh.read(_CHUNK):
+            while chunk := fh.read(1 << 20):
                 digest.update(chunk)
     except OSError as exc:
-        raise DocumentUnreadable(path, _os_reason(exc)) from exc
+        raise DocumentUnreadable(path, os_reason(exc)) from exc
     return digest.hexdigest()
 
 
-def extract(path: Path, sha256: str | None = None) -> Document:
-    """Extract ``path`` completely; ``sha256`` skips hashing when the caller already knows it.
+def read(path: Path) -> Source:
+    """The file read once, within its kind's size limit, with the SHA-256 of those bytes."""
+    return read_source(Path(path).expanduser(), _named_suffixes())
 
-    Raises DocumentUnreadable (missing, folder, FIFO or device, no permission, corrupt,
-    binary), DocumentEncrypted or DocumentEmpty; the message names the file as it was given.
+
+def extract(path: Path) -> Document:
+    """Read ``path`` once and extract it completely (see ``extract_source``)."""
+    return extract_source(read(path))
+
+
+# What a reader may raise on a hostile file besides its own typed errors: absurd numbers
+# (a 400-digit hour), damaged compressed parts, nesting past Python's stack.
+_READER_FAILURES = (
+    ValueError,
+    ArithmeticError,
+    LookupError,
+    RecursionError,
+    EOFError,
+    MemoryError,
+    zlib.error,
+    struct.error,
+)
+
+
+def extract_source(source: Source) -> Document:
+    """Extract a document from the bytes of its one read; its ``sha256`` is theirs.
+
+    Raises DocumentUnreadable (damaged, binary, values no reader can use), DocumentEncrypted
+    or DocumentEmpty; the message names the file as it was given. Never anything else for
+    a bad file: in a batch or a folder, that file fails alone.
     """
     from desktop.documents.docx import DOCX_SUFFIXES, extract_docx
     from desktop.documents.layout import measure
@@ -77,28 +112,18 @@ def extract(path: Path, sha256: str | None = None) -> Document:
     from desktop.documents.text import extract_text
     from desktop.documents.transcript import TRANSCRIPT_SUFFIXES, extract_transcript
 
-    path = Path(path).expanduser()
-    size = check_file(path)
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(_MAGIC_WINDOW)
-    except OSError as exc:
-        raise DocumentUnreadable(path, _os_reason(exc)) from exc
-
+    path, data = source.path, source.data
     suffix = path.suffix.lower()
     # The suffix decides for known types (a Markdown note may quote "%PDF-1.7"); the
     # header decides for the rest (a PDF saved as "download" or "report.bin").
+    head = data[:MAGIC_WINDOW]
     is_pdf = suffix == PDF_SUFFIX or (suffix not in _named_suffixes() and PDF_MAGIC in head)
-    if is_pdf:
-        doc = extract_pdf(path)
-        doc.extractor = f"{EXTRACTOR_NAME}/{EXTRACTOR_VERSION}"
-        digest = sha256 or sha256_file(path)
-    else:
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise DocumentUnreadable(path, _os_reason(exc)) from exc
-        if suffix in TRANSCRIPT_SUFFIXES:
+    try:
+        if is_pdf:
+            check_pdf_streams(path, data)
+            doc = extract_pdf(path, data)
+            doc.extractor = f"{EXTRACTOR_NAME}/{EXTRACTOR_VERSION}"
+        elif suffix in TRANSCRIPT_SUFFIXES:
             doc = extract_transcript(path, data)
             doc.extractor = f"transcript/{EXTRACTOR_VERSION}"
         elif suffix in DOCX_SUFFIXES:
@@ -107,12 +132,18 @@ def extract(path: Path, sha256: str | None = None) -> Document:
         else:
             doc = extract_text(path, data)
             doc.extractor = f"text/{EXTRACTOR_VERSION}"
-        digest = sha256 or hashlib.sha256(data).hexdigest()
+    except DocumentError:
+        raise
+    except _READER_FAILURES as exc:
+        detail = one_line(str(exc))[:200] or type(exc).__name__
+        raise DocumentUnreadable(
+            path, f"the file is damaged or holds values Longdoc cannot read ({detail})"
+        ) from exc
 
-    doc.sha256 = digest
+    doc.sha256 = source.sha256
     doc.path = storable_path(path)
     doc.title = _storable(doc.title)
-    doc.size_bytes = size
+    doc.size_bytes = source.size
     measure(doc)
     return doc
 
@@ -146,42 +177,6 @@ def count_range_tokens(doc: Document, first: int, last: int) -> int:
     counts = page_token_counts(doc)
     head, tail = tokens.count(block_head(doc.title)), tokens.count(DOCUMENT_CLOSE)
     return head + sum(counts[first - 1 : last]) + tail
-
-
-NOT_REGULAR = "this is not a regular file (a pipe, socket or device); give a document file"
-
-
-def check_file(path: Path) -> int:
-    """The size of a readable regular file, or the typed error saying why it is not one.
-
-    Checked before anything is opened: reading a FIFO blocks forever, /dev/zero never ends.
-    """
-    try:
-        info = path.stat()
-    except FileNotFoundError as exc:
-        raise DocumentUnreadable(path, "the file does not exist") from exc
-    except OSError as exc:
-        raise DocumentUnreadable(path, _os_reason(exc)) from exc
-    if stat.S_ISDIR(info.st_mode):
-        raise DocumentUnreadable(path, "this is a folder, not a file")
-    if not stat.S_ISREG(info.st_mode):
-        raise DocumentUnreadable(path, NOT_REGULAR)
-    if not os.access(path, os.R_OK):
-        raise DocumentUnreadable(path, "permission denied: the file cannot be read")
-    if info.st_size == 0:
-        raise DocumentEmpty(path, "the file is empty (0 bytes)")
-    return info.st_size
-
-
-def _os_reason(exc: OSError) -> str:
-    """One sentence for an OSError, without the path (DocumentError adds it)."""
-    if isinstance(exc, PermissionError):
-        return "permission denied: the file cannot be read"
-    if isinstance(exc, FileNotFoundError):
-        return "the file does not exist"
-    if isinstance(exc, IsADirectoryError):
-        return "this is a folder, not a file"
-    return f"the file cannot be read ({exc.strerror or type(exc).__name__})"
 
 
 def require_text(doc: Document, first: int = 1, last: int | None = None) -> None:

@@ -9,7 +9,7 @@ pieces' counts: the head (``<document>`` and the title line), one piece per page
 text, newline) and the tail (``</document>``). A page range is the head, the pages of the
 range and the tail: pages 1..b of any prompt are a byte-identical prefix of the whole
 document's, and the per-page counts stored at ingestion give any range's count without
-encoding the document again (tests/unit/test_layout.py proves the sums exact).
+encoding the document again (tests/unit/documents/test_layout.py proves the sums exact).
 
 Everything from a document or its metadata (page text, page labels, titles, outline
 entries, file names, speaker names) goes through :func:`defuse` before it reaches the

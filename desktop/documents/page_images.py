@@ -143,6 +143,29 @@ def render_pages(path: Path | str, numbers: list[int], key: str = "") -> dict[in
     return found
 
 
+def image_tokens_before_rendering(path: Path | str, numbers: list[int]) -> int:
+    """What pages ``numbers`` will cost as images (markers included), from their sizes
+    alone: no page is loaded or rendered, so a 10,000-page scan is priced at once.
+
+    Rounded down where the rendering rounds, so it never exceeds the exact count.
+    """
+    total = 0
+    with PDFIUM_LOCK:
+        try:
+            pdf = pdfium.PdfDocument(str(path))
+        except (pdfium.PdfiumError, OSError) as exc:
+            raise DocumentUnreadable(path, f"its scanned pages cannot be read ({exc})") from exc
+        try:
+            for number in numbers:
+                width_pt, height_pt = pdf.get_page_size(number - 1)
+                scale = LONG_EDGE / max(width_pt, height_pt, 1.0)
+                width, height = max(1, int(width_pt * scale)), max(1, int(height_pt * scale))
+                total += image_tokens(width, height) + MARKER_TOKENS
+        finally:
+            pdf.close()
+    return total
+
+
 def _render(pdf: pdfium.PdfDocument, number: int) -> PageImage:
     """Render one page in gray with its long edge at LONG_EDGE pixels (caller holds the lock)."""
     page = pdf[number - 1]

@@ -20,6 +20,7 @@ import pypdfium2.raw as pdfium_c
 
 from desktop.documents.model import Document, OutlineEntry, Page
 from desktop.documents.pdf_forms import insert, locate, page_items, page_text, read_signatures
+from desktop.documents.pdf_spacing import looks_glued, restore_spaces
 from desktop.documents.titles import choose_title
 from desktop.errors import DocumentEmpty, DocumentEncrypted, DocumentUnreadable
 
@@ -51,6 +52,9 @@ UNREAD_PAGE = "(this page could not be read: it is damaged in the PDF)"
 # The metadata key listing those pages ("3, 7"): what ask --json reports as unread.
 UNREAD_KEY = "Unread pages"
 
+# Far more pages than any context holds (a page costs at least a few tokens).
+MAX_PAGES = 100_000
+
 _OPEN_ERRORS = {
     pdfium_c.FPDF_ERR_FILE: "the file cannot be opened or read",
     pdfium_c.FPDF_ERR_FORMAT: "the file is not a PDF or is damaged beyond repair",
@@ -80,7 +84,7 @@ def no_text_reason(n_pages: int) -> str:
     )
 
 
-def extract_pdf(path: Path) -> Document:
+def extract_pdf(path: Path, data: bytes) -> Document:
     """Read a PDF into a Document (``sha256``, ``tokens`` and ``extractor`` left for ingest).
 
     Raises DocumentEncrypted when a password is needed, DocumentUnreadable when PDFium
@@ -88,7 +92,7 @@ def extract_pdf(path: Path) -> Document:
     layer is returned (every page in ``empty_pages``) with a warning saying so.
     """
     with PDFIUM_LOCK:
-        pdf = _open(path)
+        pdf = _open(path, data)
         try:
             n_pages = len(pdf)
             # The form environment, only for documents with an AcroForm: its values are
@@ -135,13 +139,14 @@ def extract_pdf(path: Path) -> Document:
     )
 
 
-def _open(path: Path) -> pdfium.PdfDocument:
-    """Open with PDFium, turning its error codes into typed errors (caller holds the lock)."""
-    # Loaded through the raw API rather than PdfDocument(path): pypdfium2 reports a PDF
+def _open(path: Path, data: bytes) -> pdfium.PdfDocument:
+    """Open the file's bytes (its one read, see documents.source) with PDFium, turning its
+    error codes into typed errors (caller holds the lock; ``data`` outlives the document)."""
+    # Loaded through the raw API rather than PdfDocument(data): pypdfium2 reports a PDF
     # with zero pages as a load failure and then reads FPDF_GetLastError, which still
     # holds the code of an earlier, unrelated failure (it is only set when a load fails).
-    encoded = (str(path) + "\x00").encode("utf-8", errors=_PATH_ERRORS)
-    handle = pdfium_c.FPDF_LoadDocument(encoded, None)
+    # c_char_p points into the bytes object: no copy.
+    handle = pdfium_c.FPDF_LoadMemDocument64(ctypes.c_char_p(data), len(data), None)
     if not handle:
         code = pdfium_c.FPDF_GetLastError()
         if code == pdfium_c.FPDF_ERR_PASSWORD:
@@ -150,9 +155,17 @@ def _open(path: Path) -> pdfium.PdfDocument:
                 "the PDF is encrypted and needs a password; remove the protection and try again",
             )
         raise DocumentUnreadable(path, _OPEN_ERRORS.get(code, "PDFium cannot read the file"))
-    if pdfium_c.FPDF_GetPageCount(handle) < 1:
+    count = pdfium_c.FPDF_GetPageCount(handle)
+    if count < 1:
         pdfium_c.FPDF_CloseDocument(handle)
         raise DocumentEmpty(path, "no text could be extracted: the PDF has no pages")
+    if count > MAX_PAGES:
+        # Each page is loaded to read it: a million tiny pages would take minutes and a
+        # gigabyte before any budget could refuse them.
+        pdfium_c.FPDF_CloseDocument(handle)
+        raise DocumentUnreadable(
+            path, f"the PDF has {count:,} pages; Longdoc reads at most {MAX_PAGES:,}"
+        )
     return pdfium.PdfDocument(handle)
 
 
@@ -171,6 +184,8 @@ def _page_text(pdf: pdfium.PdfDocument, index: int, form: object | None) -> str 
             return None
         try:
             text = page_text(page, textpage)
+            if looks_glued(text):
+                text = restore_spaces(text, textpage)
             items = page_items(page, form)
             if not items:
                 return clean_text(text)

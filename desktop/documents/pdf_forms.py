@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import html
 import re
 from dataclasses import dataclass, replace
 from typing import Any
@@ -70,9 +71,12 @@ class Item:
     top: float
     text: str
     inline: bool  # a field next to its label; False: a note on a line of its own
-    signature: bool = False  # a signature: its text is in its appearance (read_signatures)
+    # Its words are in its appearance only (a signature, a text box without contents):
+    # read_signatures reads them.
+    signature: bool = False
 
 
+_MARKUP = re.compile(r"<[^>]*>")
 _BUFFER_UNITS = 2048
 # One reusable buffer for PDFium's string getters: every call into PDFium happens under
 # pdf.PDFIUM_LOCK, and allocating a buffer per call cost more than the call itself.
@@ -115,12 +119,18 @@ def _bounded_text(textpage: object, box: tuple[float, float, float, float]) -> s
 
 def _one_line(text: str, limit: int) -> str:
     """``text`` fit for a marker: controls dropped, one line, no brackets, at most ``limit``."""
-    cleaned = " ".join(_CONTROL.sub(" ", text).split()).translate(_MARKER_CHARS)
+    if not text.isprintable():
+        text = _CONTROL.sub(" ", text)
+    cleaned = " ".join(text.split())
+    if "[" in cleaned or "]" in cleaned:
+        cleaned = cleaned.translate(_MARKER_CHARS)
     return cleaned if len(cleaned) <= limit else cleaned[: limit - 1].rstrip() + "…"
 
 
 def _body(text: str) -> str:
     """A value or note's text: controls dropped, lines kept, trimmed."""
+    if text.isprintable():  # one line, nothing to drop (most values)
+        return " ".join(text.split())[:_NOTE_MAX]
     lines = (
         " ".join(line.split()) for line in _CONTROL.sub(" ", text.replace("\r", "\n")).split("\n")
     )
@@ -150,9 +160,9 @@ def page_items(page: object, form: object | None) -> list[Item]:
 
 def _item(annot: object, form: object | None) -> Item | None:
     """One annotation as an Item, or None when it shows nothing to read."""
-    if pdfium_c.FPDFAnnot_GetFlags(annot) & _HIDDEN:
-        return None
     subtype = pdfium_c.FPDFAnnot_GetSubtype(annot)
+    if subtype == pdfium_c.FPDF_ANNOT_LINK or pdfium_c.FPDFAnnot_GetFlags(annot) & _HIDDEN:
+        return None  # links (most annotations of most documents) carry no text
     signature = False
     if subtype == pdfium_c.FPDF_ANNOT_WIDGET:
         if not form:
@@ -166,6 +176,10 @@ def _item(annot: object, form: object | None) -> Item | None:
     elif subtype in _COMMENT_TYPES:
         text = _comment_text(annot, subtype)
         inline = False
+        if text is None and subtype == pdfium_c.FPDF_ANNOT_FREETEXT:
+            # A typewriter text box whose words are only in its appearance (no Contents).
+            signature = pdfium_c.FPDFAnnot_HasKey(annot, b"AP")
+            text = "[Text box]" if signature else None
     else:
         return None
     if not text:
@@ -273,6 +287,10 @@ def _field_text(annot: object, form: object, kind: int) -> str | None:
 def _comment_text(annot: object, subtype: int) -> str | None:
     """A comment's contents behind its marker: ``[Note: J. Smith] Check the cap``."""
     contents = _body(_utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"Contents"))
+    if not contents:
+        # Rich text (RC, XHTML) is the same words with markup: its text will do.
+        rich = _utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"RC")
+        contents = _body(html.unescape(" ".join(_MARKUP.sub(" ", rich).split()))) if rich else ""
     if not contents:
         return None
     author = _one_line(_utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"T"), _LABEL_MAX)
@@ -459,16 +477,25 @@ def locate(bounded: str, textpage: object, items: list[Item]) -> list[tuple[int,
     text = _range_text(textpage)
     boxes = _Boxes(textpage, len(text))
     lines: list[_Line] | None = None  # measured only when a quick look does not do
-    visible = _Visible(bounded)
-    found: list[tuple[int, bool]] = []
+    visible = Visible(bounded)
+    places: list[tuple[int, str]] = []
     for item in items:
         place = _beside(item, boxes) if item.inline else None
         if place is None:
             if lines is None:
                 lines = _lines(text, boxes)
             place = _position(item, lines, boxes, text) if lines else (0, "line")
-        offset, how = place
-        k = _visible_count(text, offset)
+        places.append(place)
+    # Visible characters before each offset, counted once along the text (in C).
+    counts: dict[int, int] = {}
+    position = running = 0
+    for offset in sorted({offset for offset, _ in places}):
+        running += visible_count(text[position:offset], offset - position)
+        counts[offset] = running
+        position = offset
+    found: list[tuple[int, bool]] = []
+    for offset, how in places:
+        k = counts[offset]
         target = visible.before(k) if how == "before" else visible.after(k)
         if how == "line" and k:
             line_end = bounded.find("\n", target)
@@ -480,12 +507,12 @@ def locate(bounded: str, textpage: object, items: list[Item]) -> list[tuple[int,
 _BLANKS = " \t\r\n"
 
 
-def _visible_count(text: str, end: int) -> int:
+def visible_count(text: str, end: int) -> int:
     """Characters of ``text[:end]`` that are not blanks (counted in C, by str.count)."""
     return end - sum(text.count(blank, 0, end) for blank in _BLANKS)
 
 
-class _Visible:
+class Visible:
     """Offsets of a text by how many visible (non-blank) characters come before them."""
 
     def __init__(self, text: str) -> None:
@@ -497,7 +524,7 @@ class _Visible:
             self.starts.append(position)
             self.counts.append(count)
             position += len(line) + 1
-            count += _visible_count(line, len(line))
+            count += visible_count(line, len(line))
         self.total = count
 
     def _offset(self, k: int, after: bool) -> int:

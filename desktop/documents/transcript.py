@@ -37,6 +37,12 @@ _WARN_LIST_MAX = 10
 # VTT and the dot in SRT, since both appear in the wild).
 _TIME = r"(?:(\d+):)?(\d{1,2}):(\d{1,2})(?:[.,](\d{1,3}))?"
 _TIMING = re.compile(rf"^\s*{_TIME}\s*-->\s*{_TIME}(?:\s.*)?$")
+# A WebVTT file's timing line as its parsing rules read it (what browsers show): hours
+# or none, two-digit minutes and seconds, three-digit milliseconds,
+# spaces, tabs or form feeds around the arrow, and anything after the end time (settings).
+_VTT_WS = "[ \t\f]"
+_VTT_TIME = r"(?:(\d+):)?(\d{2}):(\d{2})\.(\d{3})"
+_VTT_TIMING = re.compile(rf"^{_VTT_WS}*{_VTT_TIME}{_VTT_WS}*-->{_VTT_WS}*{_VTT_TIME}(?!\d)")
 _STAMP = re.compile(rf"^\s*\[?{_TIME}\]?\s*$")
 _VOICE = re.compile(r"<v(?:\.[^\s>]*)?(?:\s+([^>]*))?>", re.IGNORECASE)
 # Markup: VTT/HTML-like tags, VTT inline timestamps, and the ASS override blocks many SRT
@@ -87,6 +93,9 @@ def parse_time(text: str) -> float | None:
 def _seconds(groups: Sequence[str | None]) -> float | None:
     """Seconds from (hours, minutes, seconds, fraction) regex groups; None if out of range."""
     hours, minutes, seconds, fraction = groups
+    # A 400-digit hour is no moment of a meeting (and overflows a float): skip the cue.
+    if any(g is not None and len(g) > 6 for g in (hours, minutes, seconds)):
+        return None
     # Minutes past 59 only make sense when there is no hour field (some SRT writers).
     if int(seconds or 0) > 59 or (hours is not None and int(minutes or 0) > 59):
         return None
@@ -153,7 +162,7 @@ def extract_transcript(path: Path, data: bytes) -> Document:
     if path.suffix.lower() == ".vtt" and not vtt and text.strip():
         warnings.append('the file does not start with "WEBVTT"; read as captions anyway')
 
-    utterances, cues, skipped, title = _parse(text)
+    utterances, cues, skipped, title = _parse(text, webvtt=fmt == "WebVTT")
     if skipped:
         numbers = ", ".join(str(n) for n in skipped[:_WARN_LIST_MAX])
         more = ", ..." if len(skipped) > _WARN_LIST_MAX else ""
@@ -229,8 +238,13 @@ def _cues(lines: list[str]) -> list[tuple[int, list[str]]]:
     return cues
 
 
-def _parse(text: str) -> tuple[list[Utterance], int, list[int], str]:
-    """Utterances in file order, cues read, first lines of skipped cues, the VTT title."""
+def _parse(text: str, *, webvtt: bool) -> tuple[list[Utterance], int, list[int], str]:
+    """Utterances in file order, cues read, first lines of skipped cues, the VTT title.
+
+    A WebVTT file's timings follow its rules strictly (a cue a browser drops is skipped);
+    SRT files, which have no such rules, are read leniently (a dot or a comma, short
+    fields, minutes past 59 without hours).
+    """
     cues = 0
     utterances: list[Utterance] = []
     skipped: list[int] = []
@@ -254,14 +268,32 @@ def _parse(text: str) -> tuple[list[Utterance], int, list[int], str]:
             skipped.append(line_no)
             continue
         for offset, cue in _cues(lines[timing_at:]):
-            match = _TIMING.match(cue[0])
-            start = _seconds(match.groups()[:4]) if match else None
+            start = _vtt_start(cue[0]) if webvtt else _srt_start(cue[0])
             if start is None:
                 skipped.append(line_no + timing_at + offset)
                 continue
             cues += 1
             utterances.extend(_utterances(start, cue[1:]))
     return utterances, cues, skipped, title
+
+
+def _srt_start(line: str) -> float | None:
+    """The start of a cue from an SRT timing line (lenient), None if it is unreadable."""
+    match = _TIMING.match(line)
+    if not match or _seconds(match.groups()[4:]) is None:
+        return None
+    return _seconds(match.groups()[:4])
+
+
+def _vtt_start(line: str) -> float | None:
+    """The start of a cue from a WebVTT timing line (its rules), None if invalid."""
+    match = _VTT_TIMING.match(line)
+    if not match:
+        return None
+    groups = match.groups()
+    if any(int(groups[k]) > 59 for k in (1, 2, 5, 6)):  # minutes and seconds
+        return None
+    return _seconds(groups[:4])
 
 
 def _utterances(start: float, payload: list[str]) -> list[Utterance]:

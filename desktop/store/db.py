@@ -33,6 +33,7 @@ from desktop.answers import (
 from desktop.documents.model import Document, OutlineEntry, Page
 from desktop.errors import DatabaseDamaged, StorageError, display_path
 from desktop.processes import pid_alive
+from desktop.store import fts
 from desktop.store.migrations import MIGRATIONS
 
 if TYPE_CHECKING:
@@ -138,6 +139,27 @@ class LazyDatabase:
         return getattr(self._full, name)
 
 
+def read_only_reason(folder: Path) -> str | None:
+    """Why Longdoc cannot write in ``folder`` (an existing data directory), or None.
+
+    The one wording for the store and for doctor: what is wrong, and the fix.
+    """
+    if os.access(folder, os.W_OK | os.X_OK):
+        return None
+    try:
+        read_only_fs = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only_fs = False
+    if read_only_fs:
+        what, fix = "is on a read-only file system", "remount it read-write"
+    else:
+        what, fix = "is not writable by you", f"run `chmod u+w {folder}` (or fix its owner)"
+    return (
+        f"the data directory {display_path(folder)} {what}, and Longdoc keeps its database "
+        f"there: {fix}, or set LONGDOC_HOME to a folder you can write"
+    )
+
+
 def _create_private(path: Path) -> None:
     """Create the database file owner-only before SQLite does (it would use the umask)."""
     try:
@@ -153,6 +175,10 @@ class Store:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._lock = threading.RLock()
+        if self.path.parent.is_dir():
+            reason = read_only_reason(self.path.parent)
+            if reason is not None:
+                raise StorageError(reason[0].upper() + reason[1:] + ".")
         try:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             _create_private(self.path)
@@ -178,6 +204,7 @@ class Store:
                 self._enable_wal()
                 self.conn.execute("PRAGMA foreign_keys = ON")
                 self.conn.execute("PRAGMA synchronous = NORMAL")
+                fts.register(self.conn)  # before the search index's triggers can fire
                 MIGRATIONS.apply(self.conn)
             # A process killed mid-answer leaves a 'running' row behind; it is incomplete.
             self.mark_orphaned()
@@ -741,8 +768,11 @@ def sqlite_uri(path: Path, mode: str = "ro") -> str:
 
 def damage(path: Path) -> str | None:
     """What SQLite finds wrong with the database at ``path``, or None when it is sound."""
+    # In a folder we cannot write, SQLite cannot make the -shm file a WAL database needs
+    # even to read: opened immutable, the check reads the file as it is.
+    mode = "ro" if os.access(path.parent, os.W_OK) else "ro&immutable=1"
     try:
-        conn = sqlite3.connect(sqlite_uri(path), uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+        conn = sqlite3.connect(sqlite_uri(path, mode), uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
     except sqlite3.Error as exc:
         return str(exc)
     try:
@@ -753,6 +783,44 @@ def damage(path: Path) -> str | None:
         conn.close()
     problems = [str(r[0]) for r in rows if r[0] != "ok"]
     return "; ".join(problems[:3]) or None
+
+
+def other_user(path: Path) -> tuple[int, str] | None:
+    """(pid, command line) of another process that has the database (or its WAL) open.
+
+    Read from /proc: only processes this user may inspect, which are the ones that can
+    write a private data directory anyway. None when none does (or on a system without
+    /proc).
+    """
+    targets = {str(Path(f"{path}{suffix}").resolve()) for suffix in ("", "-wal", "-shm")}
+    me = os.getpid()
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        if pid == me:
+            continue
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") in targets:
+                    return pid, _command_line(pid)
+            except OSError:
+                continue
+    return None
+
+
+def _command_line(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            words = fh.read().split(b"\0")
+    except OSError:
+        return "?"
+    return " ".join(w.decode("utf-8", "backslashreplace") for w in words if w)[:120] or "?"
 
 
 def set_aside(path: Path) -> Path:

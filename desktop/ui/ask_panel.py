@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import logging
-import threading
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal, Slot
-from PySide6.QtGui import QKeyEvent, QPalette
+from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
@@ -55,12 +54,11 @@ from desktop.ui.budget_bar import BudgetBar
 from desktop.ui.export import answer_markdown, history_markdown
 from desktop.ui.session import BudgetView, Session, document_unanswerable
 from desktop.ui.thread_view import ThreadView
+from desktop.ui.warm_up import WarmUp
 
 log = logging.getLogger("longdoc.ui.ask")
 
 BUDGET_DEBOUNCE_MS = 400
-# A document opened is warmed after this pause (not for each one flicked past).
-WARM_UP_DELAY_MS = 700
 # Quotes are checked on the UI thread for up to this much page text (~15 ms) and answer
 # text (a long answer has many quotes: 400 cost ~25 ms), else in a worker.
 QUOTE_CHECK_INLINE_CHARS = 100_000
@@ -106,12 +104,13 @@ class AskPanel(QWidget):
         self._question: Question | None = None
         self._unanswerable: str | None = None  # why the open document cannot be asked about
         # Warm-up: the server prefills the open document while nobody asks anything.
-        self.warm_up_enabled = True
-        self.server_ready = False  # the server is up and idle (the window tells us)
-        self._warm_task: tasks.Task[object] | None = None
-        self._warm_cancel: threading.Event | None = None
-        # What the server holds: (endpoint, document sha, first page, last page).
-        self._warmed: set[tuple[str, str, int, int]] = set()
+        self.warm_up = WarmUp(
+            session,
+            document=lambda: self.document,
+            askable=lambda: self._unanswerable is None and not self.busy,
+            pages=self._pages,
+            parent=self,
+        )
         self._budget_task: tasks.Task[BudgetView] | None = None
         self._budget_dirty = False
         self.tokens_received = 0  # answer and reasoning deltas in the current answer
@@ -154,12 +153,7 @@ class AskPanel(QWidget):
         self.target_label.setObjectName("askTarget")
         self.target_label.setTextFormat(Qt.TextFormat.PlainText)
         self.target_label.setWordWrap(True)
-        self.warm_label = QLabel()
-        self.warm_label.setObjectName("warmState")
-        self.warm_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.warm_label.setWordWrap(True)
-        self.warm_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-        self.warm_label.hide()
+        self.warm_label = self.warm_up.label
         self.question_edit = QuestionEdit()
         self.question_edit.setObjectName("question")
         self.question_edit.setPlaceholderText(
@@ -222,10 +216,6 @@ class AskPanel(QWidget):
         self._budget_timer.setSingleShot(True)
         self._budget_timer.setInterval(BUDGET_DEBOUNCE_MS)
         self._budget_timer.timeout.connect(self.refresh_budget)
-        self._warm_timer = QTimer(self)
-        self._warm_timer.setSingleShot(True)
-        self._warm_timer.setInterval(WARM_UP_DELAY_MS)
-        self._warm_timer.timeout.connect(self._start_warm_up)
         self.set_document(None)
 
     # --- document -------------------------------------------------------------------------
@@ -269,108 +259,36 @@ class AskPanel(QWidget):
             self.budget_bar.show_unknown(f"Cannot ask about this document: {self._unanswerable}.")
             return
         self.refresh_budget()
-        self._warm_timer.start()
+        self.warm_up.schedule()
 
-    # --- warm-up --------------------------------------------------------------------------
+    # --- warm-up (desktop/ui/warm_up.py) ------------------------------------------------
 
-    def set_server_state(self, state: str) -> None:
-        """The server's state (ready, busy, starting, stopped, failed): warm the open
-        document when it is ready and idle; a server that went away has forgotten it all."""
-        self.server_ready = state == "ready"
-        if state in ("stopped", "starting", "failed"):
-            self._warmed.clear()
-        doc = self.document
-        if (
-            self.server_ready
-            and doc is not None
-            and self._warm_key(doc, self._pages_or_none()) not in self._warmed
-            and not self.warming
-            and not self._warm_timer.isActive()
-        ):
-            self._warm_timer.start()
+    @property
+    def warm_up_enabled(self) -> bool:
+        """Warm the open document up while the server is idle."""
+        return self.warm_up.enabled
 
-    def _warm_key(self, doc: Document, pages: PageRange | None) -> tuple[str, str, int, int]:
-        first, last = (pages.first, pages.last) if pages else (1, max(len(doc.pages), 1))
-        return (self.session.settings.endpoint or "managed", doc.sha256, first, last)
+    @warm_up_enabled.setter
+    def warm_up_enabled(self, enabled: bool) -> None:
+        self.warm_up.enabled = enabled
 
-    def _pages_or_none(self) -> PageRange | None:
-        try:
-            return self._pages()
-        except ValueError:
-            return None
+    @property
+    def server_ready(self) -> bool:
+        """The server is up and idle (the window tells us)."""
+        return self.warm_up.server_ready
 
     @property
     def warming(self) -> bool:
         """A warm-up is running."""
-        return self._warm_task is not None and not self._warm_task.done
+        return self.warm_up.warming
 
-    @Slot()
-    def _start_warm_up(self) -> None:
-        """Have the server read the open document now, so the first question starts at once.
-
-        Only while nothing else is asked (the server is idle, no answer runs); a question
-        or another document cancels it. Nothing is shown if it fails: it is only a head
-        start, and the question itself says what is wrong."""
-        doc = self.document
-        if (
-            not self.warm_up_enabled
-            or not self.server_ready
-            or doc is None
-            or self._unanswerable is not None
-            or self.busy
-            or self.warming
-        ):
-            return
-        session = self.session
-        try:
-            pages = self._pages()
-        except ValueError:
-            return
-        key = self._warm_key(doc, pages)
-        if key in self._warmed:
-            self._show_warm(f"Ready for questions: the server holds {self._doc_name(doc)}.")
-            return
-        cancel = threading.Event()
-        self._warm_cancel = cancel
-        self._show_warm(
-            f"Reading {self._doc_name(doc)} into the server's cache, so the first question "
-            "starts at once…"
-        )
-
-        def done(_result: object) -> None:
-            self._warmed.add(key)
-            if self.document is doc and not self.busy:
-                self._show_warm(f"Ready for questions: the server holds {self._doc_name(doc)}.")
-
-        def failed(exc: BaseException) -> None:
-            if not isinstance(exc, Cancelled):
-                log.info("warming %s up failed: %s", doc.path, exc)
-            if self.document is doc and self._warm_cancel is cancel:
-                self.warm_label.hide()
-
-        self._warm_task = tasks.run_call(
-            lambda: session.answerer().prewarm(doc, pages, cancel),
-            receiver=self,
-            success=done,
-            failure=failed,
-            name="warm up",
-        )
+    def set_server_state(self, state: str) -> None:
+        """The server's state (ready, busy, starting, stopped, failed)."""
+        self.warm_up.set_server_state(state)
 
     def cancel_warm_up(self) -> None:
         """Stop a warm-up (a question is asked, or another document opened)."""
-        self._warm_timer.stop()
-        if self._warm_cancel is not None:
-            self._warm_cancel.set()
-            self._warm_cancel = None
-        self.warm_label.hide()
-
-    def _show_warm(self, text: str) -> None:
-        self.warm_label.setText(text)
-        self.warm_label.show()
-
-    @staticmethod
-    def _doc_name(doc: Document) -> str:
-        return doc.title or Path(doc.path).name
+        self.warm_up.cancel()
 
     def _update_ask_button(self) -> None:
         """Ask is enabled when a document that has text is open and no answer is running."""
@@ -678,7 +596,7 @@ class AskPanel(QWidget):
         if isinstance(event, Sent):
             # After a warm-up of these pages the server reads only the question.
             pages = PageRange(event.first_page, event.last_page)
-            warm = doc is not None and self._warm_key(doc, pages) in self._warmed
+            warm = doc is not None and self.warm_up.holds(doc, pages)
             self.answer_view.on_sent(
                 event, self.session.prefill_guess(event, self.history, warm=warm)
             )
@@ -686,7 +604,7 @@ class AskPanel(QWidget):
             if doc is not None and not event.from_cache:
                 answer = event.answer  # the server holds these pages now
                 pages = PageRange(answer.first_page, answer.last_page)
-                self._warmed.add(self._warm_key(doc, pages))
+                self.warm_up.remember(doc, pages)
             self.answer_view.finish(event, len(doc.pages) if doc else 0)
             self.check_quotes(event.answer)
             self.session.learn([event.answer])

@@ -29,6 +29,7 @@ from desktop.answering.citations import PageIndex
 from desktop.documents.anchors import anchor_resolver
 from desktop.documents.model import Document
 from desktop.ui import tasks
+from desktop.ui.pdf_view import PdfPages
 from desktop.ui.text_view import DocumentText
 
 MAX_HIGHLIGHTS = 2_000  # more hits than this are counted, not all painted
@@ -121,10 +122,9 @@ class DocumentView(QWidget):
 
         # One QPdfDocument per document shown (see _set_pdf); this one is the empty start.
         self.pdf = QPdfDocument(self)
-        self.pdf_view = QPdfView(self)
+        self.pdf_view = PdfPages(self)
         self.pdf_view.setDocument(self.pdf)
         self.pdf_view.setPageMode(QPdfView.PageMode.MultiPage)
-        self.pdf_view.setZoomMode(QPdfView.ZoomMode.FitToWidth)
         self.search = QPdfSearchModel(self)
         self.search.setDocument(self.pdf)
         self.pdf_view.setSearchModel(self.search)

@@ -1,37 +1,16 @@
-"""Answers as Markdown, for copying and for export files (citations kept as written)."""
+"""Moved to ``desktop.answering.export``: Qt-free, it lives outside ``desktop.ui``.
+
+Re-exported here for the modules and scripts that import it by its old name.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime
+from desktop.answering.export import (
+    answer_markdown,
+    history_markdown,
+)
 
-from desktop.answering.format import answer_scope, page_span
-from desktop.answers import StoredAnswer
-from desktop.documents.model import Page
-
-
-def answer_markdown(answer: StoredAnswer, title: str, pages: Sequence[Page] | int) -> str:
-    """One answer: the question as a heading, the answer, and a line of provenance."""
-    when = datetime.fromtimestamp(answer.created_at).strftime("%Y-%m-%d %H:%M")
-    scope = "all pages"
-    if answer_scope(answer, pages):
-        scope = f"{page_span(answer.first_page, answer.last_page, pages)} only"
-    status = "" if answer.status == "complete" else f", {answer.status}"
-    lines = [
-        f"## {answer.question.strip()}",
-        "",
-        answer.answer.strip() or "(no answer)",
-        "",
-        f"*{title} ({scope}); {answer.model or 'unknown model'}; {when}{status}*",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def history_markdown(
-    title: str, path: str, answers: list[StoredAnswer], pages: Sequence[Page] | int
-) -> str:
-    """Every answer about a document, oldest first."""
-    parts = [f"# {title}", "", f"`{path}`", ""]
-    parts.extend(answer_markdown(a, title, pages) for a in answers)
-    return "\n".join(parts)
+__all__ = [
+    "answer_markdown",
+    "history_markdown",
+]

@@ -374,6 +374,7 @@ class LibraryPanel(QWidget):
         self.search_results = SearchResults(store)
         self.filter_edit.textChanged.connect(self.search_results.set_query)
         self.filter_edit.returnPressed.connect(self.search_results.run_now)
+        self.ingest_finished.connect(self.search_results.refresh)  # new pages may say it
 
         # A table view, not a tree: QTreeView lays out every row on each reset or insert
         # (asking the model about each one: ~50 ms of Python calls at 10,000 documents);
@@ -541,6 +542,7 @@ class LibraryPanel(QWidget):
         def removed(_: None) -> None:
             self.model.remove_document(sha)
             self._update_empty()
+            self.search_results.refresh()  # its hits are gone from the index too
 
         tasks.run_call(
             lambda: store.remove_document(sha), receiver=self, success=removed, name="remove"

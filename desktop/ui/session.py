@@ -1,171 +1,20 @@
-"""What the windows share: settings, the store, the answerer for the current endpoint.
+"""Moved to ``desktop.session``: Qt-free, it lives outside ``desktop.ui``.
 
-Plain Python (no widgets); its blocking methods are called from background tasks only.
+Re-exported here for the modules and scripts that import it by its old name.
 """
 
 from __future__ import annotations
 
-import statistics
-import threading
-import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from desktop.session import (
+    BudgetView,
+    Session,
+    document_unanswerable,
+    unanswerable_reason,
+)
 
-from desktop.answering import prefill
-from desktop.answering.budget import Budget, ContextLimits, plan_budget, prompt_overhead
-from desktop.answering.events import Sent
-from desktop.answering.prompt import PageRange
-from desktop.answering.service import Answerer, Endpoint, resolve_endpoint
-from desktop.config import Settings, data_dir
-from desktop.documents.model import Document
-from desktop.documents.pdf import no_text_reason
-from desktop.store.db import Store, StoredAnswer
-from server_manager import Connection, connection_for
-
-
-def unanswerable_reason(kind: str, pages: int, empty_pages: int) -> str | None:
-    """Why no question can be asked about a document (no text at all), else None.
-
-    The same rule as the core's ``require_text`` for the whole document, from the counts a
-    library row has; the server reads text only, so image-only pages give it nothing.
-    """
-    if pages and empty_pages < pages:
-        return None
-    if kind == "pdf" and pages:
-        return no_text_reason(pages)
-    return "the document holds no text"
-
-
-def document_unanswerable(doc: Document) -> str | None:
-    """``unanswerable_reason`` for an open document."""
-    return unanswerable_reason(doc.kind, len(doc.pages), len(doc.empty_pages))
-
-
-@dataclass(frozen=True)
-class BudgetView:
-    """The budget bar's figures for one document, page range and question."""
-
-    budget: Budget
-    document_tokens: int
-    pages: PageRange
-    page_count: int
-    thread_tokens: int = 0  # a thread's earlier turns, part of the prompt
-
-
-class Session:
-    """Settings, store and a cached Answerer per endpoint; thread-safe."""
-
-    def __init__(self, settings: Settings, store: Store) -> None:
-        self.settings = settings
-        self.store = store
-        self._lock = threading.Lock()
-        self._answerer: Answerer | None = None
-        self._rates: list[float] = []
-
-    def update_settings(self, settings: Settings) -> None:
-        """New settings: drop the answerer so the next question uses the new endpoint."""
-        with self._lock:
-            self.settings = settings
-            old, self._answerer = self._answerer, None
-        if old is not None:
-            old.close()
-
-    def close(self) -> None:
-        """Release the answerer's connections (the window is closing)."""
-        with self._lock:
-            old, self._answerer = self._answerer, None
-        if old is not None:
-            old.close()
-
-    def answerer(self) -> Answerer:
-        """The answerer for the configured or managed endpoint (blocking: reads state)."""
-        endpoint = resolve_endpoint(self.settings, self._managed)
-        with self._lock:
-            current = self._answerer
-            if current is not None and current.endpoint == endpoint:
-                return current
-            self._answerer = Answerer(self.store, endpoint, self.settings)
-            if current is not None:
-                current.close()
-            return self._answerer
-
-    def _managed(self) -> Connection | None:
-        """The server Longdoc manages, if one runs (for ``resolve_endpoint``)."""
-        return connection_for(data_dir(), self.settings)
-
-    def endpoint(self) -> Endpoint:
-        """Where questions go now (blocking)."""
-        return resolve_endpoint(self.settings, self._managed)
-
-    def limits(self) -> ContextLimits:
-        """What the server accepts: context length and input limit (network call)."""
-        limits = self.answerer().limits()
-        # Count the whole-document overhead here, off the UI thread: the library's "Fits"
-        # column reads it there (and the first count may load the tokenizer, ~1 s).
-        prompt_overhead("", self.settings.thinking)
-        return limits
-
-    def budget(
-        self,
-        doc: Document,
-        pages: PageRange | None,
-        question: str,
-        thinking: bool,
-        history: Sequence[dict[str, str]] = (),
-    ) -> BudgetView:
-        """The exact prompt size against the server's limits (network + tokenizing).
-
-        ``history``: a thread's earlier turns, part of the prompt after the document."""
-        answerer = self.answerer()
-        limits = answerer.limits()
-        selected = pages or PageRange(1, max(len(doc.pages), 1))
-        # The count the CLI's budget uses; an empty question counts as the library's.
-        _, prompt = answerer.prompt(doc, selected, question, thinking, list(history))
-        budget = plan_budget(prompt, limits, self.settings.answer_reserve)
-        thread = 0
-        if history:
-            _, alone = answerer.prompt(doc, selected, question, thinking)
-            thread = prompt - alone
-        # Instructions and question add the same tokens to any range's document block.
-        doc_tokens = max(0, prompt - thread - prompt_overhead(question, thinking))
-        return BudgetView(budget, doc_tokens, selected, len(doc.pages), thread)
-
-    # --- prefill throughput, for the waiting estimate ----------------------------------
-
-    def learn(self, answers: list[StoredAnswer]) -> None:
-        """Record prefill rates (uncached prompt tokens per second to the first token),
-        only from answers that really prefilled (see ``prefill.prefill_rate``)."""
-        rates = [r for r in (prefill.prefill_rate(a) for a in answers) if r is not None]
-        if rates:
-            with self._lock:
-                self._rates = (self._rates + rates)[-50:]
-
-    def prefill_estimate(self, prompt_tokens: int, cached_guess: int = 0) -> float | None:
-        """Seconds the server will likely take to read ``prompt_tokens`` (None: unknown)."""
-        with self._lock:
-            if not self._rates:
-                return None
-            rate = statistics.median(self._rates)
-        return max(0.0, (prompt_tokens - cached_guess) / rate)
-
-    def prefill_guess(
-        self, sent: Sent, earlier: list[StoredAnswer], warm: bool = False
-    ) -> prefill.PrefillGuess:
-        """The expected wait for the first token of a prompt just sent; ``warm``: the pages
-        were warmed up, so the server has to read about the question only."""
-        with self._lock:
-            rate = statistics.median(self._rates) if self._rates else None
-        guess = prefill.guess(
-            sent.prompt_tokens, rate, earlier, sent.first_page, sent.last_page, time.time()
-        )
-        if not warm:
-            return guess
-        uncached = min(guess.uncached_tokens, prefill.QUESTION_ALLOWANCE)
-        return prefill.PrefillGuess(sent.prompt_tokens, uncached, uncached / rate if rate else None)
-
-    def recent_answers(self, limit_documents: int = 20) -> list[StoredAnswer]:
-        """Answers about recently opened documents (to learn the throughput; blocking)."""
-        answers: list[StoredAnswer] = []
-        for summary in self.store.list_documents()[:limit_documents]:
-            answers.extend(self.store.answers_for(summary.sha256)[-10:])
-        return answers
+__all__ = [
+    "BudgetView",
+    "Session",
+    "document_unanswerable",
+    "unanswerable_reason",
+]

@@ -8,8 +8,8 @@ from PySide6.QtCore import QUrl, Signal, Slot
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
 from desktop.answers import StoredAnswer
-from desktop.ui.answer_view import MarkdownWriter
 from desktop.ui.markdown_stream import parse_citation_href
+from desktop.ui.markdown_writer import MarkdownWriter
 
 
 def conversation_markdown(turns: Sequence[StoredAnswer]) -> str:

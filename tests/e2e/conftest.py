@@ -298,19 +298,6 @@ def managed_home(home: Path) -> Iterator[Path]:
     _cleanup(home)
 
 
-def longdoc_cli(home: Path, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
-    """Run ``longdoc server ...`` in another process."""
-    env = {**os.environ, "LONGDOC_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "desktop.cli.main", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
 def wait_for(predicate: Callable[[], object], timeout: float = 30, what: str = "") -> object:
     """Poll until ``predicate()`` is truthy; return its value."""
     deadline = time.monotonic() + timeout

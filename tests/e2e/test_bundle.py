@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import CORPUS_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.build]
 
 
 def _require(tool: str) -> str:

@@ -18,39 +18,12 @@ from desktop.documents.ingest import NOT_REGULAR
 from desktop.store.db import Store
 from tests.conftest import API_KEY, CORPUS_DIR, make_document
 from tests.e2e.conftest import ProfileMaker
+from tests.support.cli import LONGDOC, ROOT, environment, longdoc
 from tests.support.sglang_server import FakeSGLang
 
-ROOT = Path(__file__).resolve().parents[2]
 # The real program from this tree (the installed `longdoc` script may point at another).
-LONGDOC = [sys.executable, "-m", "desktop.cli.main"]
 GEOTOPO = CORPUS_DIR / "009-pdflatex-geotopo" / "GeoTopo-komprimiert.pdf"
 FOUR_PAGES = CORPUS_DIR / "004-pdflatex-4-pages" / "pdflatex-4-pages.pdf"
-
-
-def environment(home: Path, env: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment for a ``longdoc`` process: this tree's code, this data directory."""
-    result = {**os.environ, "LONGDOC_HOME": str(home), "PYTHONPATH": str(ROOT), **(env or {})}
-    for var in ("LONGDOC_ENDPOINT", "LONGDOC_MODEL", "LONGDOC_API_KEY"):
-        if not env or var not in env:
-            result.pop(var, None)
-    return result
-
-
-def longdoc(
-    *args: str,
-    home: Path,
-    timeout: float = 120,
-    env: dict[str, str] | None = None,
-    cwd: Path | None = None,
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*LONGDOC, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=environment(home, env),
-        cwd=cwd,
-    )
 
 
 def assert_one_error_line(stderr: str) -> str:
@@ -162,6 +135,7 @@ def test_ask_streams_then_answers_from_cache(sglang: FakeSGLang, home: Path) -> 
     assert data["timings"]["ttft_s"] >= 0
     assert data["model"] == "Qwen/Qwen3.5-35B-A3B"
     assert data["finish_reason"] == "stop"
+    assert data["truncated"] is False
     assert set(data) == {
         "document",
         "question",
@@ -174,6 +148,7 @@ def test_ask_streams_then_answers_from_cache(sglang: FakeSGLang, home: Path) -> 
         "timings",
         "citations",
         "thread_id",
+        "truncated",
     }
     # The server's answer: "See [p. 1] and [p. 4]. It opens with "<8 words>" [p. 1]."
     assert [c["status"] for c in data["citations"]] == ["unquoted", "unquoted", "verified"]

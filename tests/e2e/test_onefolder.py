@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import CORPUS_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.build]
 
 
 def test_one_folder_build_runs_without_python(tmp_path: Path) -> None:

@@ -29,12 +29,12 @@ from tests.e2e.conftest import (
     ProfileMaker,
     free_port,
     host_mounts,
-    longdoc_cli,
     podman,
     server_args,
     wait_for,
     write_profile,
 )
+from tests.support.cli import longdoc
 
 pytestmark = [pytest.mark.container, pytest.mark.slow]
 
@@ -49,6 +49,7 @@ STATUS_KEYS = {
     "gpus",
     "metrics",
     "error",
+    "outcome",
 }
 
 
@@ -117,7 +118,7 @@ def assert_key_secret(home: Path, key: str) -> None:
     # The engine logs its arguments, key included, as it starts (as SGLang does).
     assert "api_key='[redacted]'" in server_log
     for args in (("server", "logs"), ("server", "logs", "--json"), ("server", "status")):
-        result = longdoc_cli(home, *args, "--profile", "test")
+        result = longdoc(*args, "--profile", "test", home=home)
         assert result.returncode == 0, result.stderr
         assert key not in result.stdout + result.stderr
 
@@ -157,7 +158,7 @@ def test_start_ready_in_order_secure_and_status(
             assert sock.connect_ex((ip, port)) != 0
 
     # Another process reads the same state.
-    result = longdoc_cli(managed_home, "server", "status", "--json", "--profile", "test")
+    result = longdoc("server", "status", "--json", "--profile", "test", home=managed_home)
     assert result.returncode == 0, result.stderr
     status = json.loads(result.stdout)
     assert set(status) == STATUS_KEYS
@@ -171,7 +172,7 @@ def test_start_ready_in_order_secure_and_status(
     assert status["metrics"]["running_requests"] == 0
     assert status["metrics"]["context_len"] == 262144
 
-    logs = longdoc_cli(managed_home, "server", "logs")
+    logs = longdoc("server", "logs", home=managed_home)
     assert "The server is fired up and ready to roll!" in logs.stdout
 
     # The key: never on the runtime's or the engine's argv, only in the read-only config.
@@ -220,17 +221,17 @@ def test_second_process_adopts_and_racing_starts_agree(
     assert http_status(f"{connection.url}/v1/models", connection.api_key) == 200
 
     # Every server subcommand speaks --json.
-    started_json = longdoc_cli(managed_home, "server", "start", "--json", "--profile", "test")
+    started_json = longdoc("server", "start", "--json", "--profile", "test", home=managed_home)
     assert started_json.returncode == 0, started_json.stderr
     assert json.loads(started_json.stdout)["state"] == "ready"
     assert started_json.stderr == ""  # no replayed progress lines either
-    restarted = longdoc_cli(managed_home, "server", "restart", "--json", "--profile", "test")
+    restarted = longdoc("server", "restart", "--json", "--profile", "test", home=managed_home)
     assert restarted.returncode == 0, restarted.stderr
     assert json.loads(restarted.stdout)["state"] == "ready"
     assert container_id(names[0]) != first_id
-    lines = longdoc_cli(managed_home, "server", "logs", "--json", "--profile", "test").stdout
+    lines = longdoc("server", "logs", "--json", "--profile", "test", home=managed_home).stdout
     assert all(set(json.loads(line)) == {"line"} for line in lines.splitlines())
-    stopped = longdoc_cli(managed_home, "server", "stop", "--json", "--profile", "test")
+    stopped = longdoc("server", "stop", "--json", "--profile", "test", home=managed_home)
     assert json.loads(stopped.stdout) == {"stopped": True}
 
 
@@ -259,7 +260,7 @@ def test_killed_server_is_restarted_with_backoff(
     # Progress is per run: the restart's stages once, and nothing replayed on adoption.
     state = json.loads((managed_home / "server" / "state.json").read_text())
     assert state["stages"] == [stage.key for stage in Stage]
-    adopted = longdoc_cli(managed_home, "server", "start", "--profile", "test")
+    adopted = longdoc("server", "start", "--profile", "test", home=managed_home)
     assert adopted.returncode == 0, adopted.stderr
     assert adopted.stderr.splitlines() == [f"Ready at {connection.url} (model {TEST_MODEL})"]
 
@@ -289,10 +290,10 @@ def test_server_that_keeps_dying_ends_failed_with_its_last_lines(
     assert status.restarts == 2
     assert status.error == message
     assert labelled(managed_home) == []  # nothing left behind
-    result = longdoc_cli(managed_home, "server", "status", "--json", "--profile", "test")
+    result = longdoc("server", "status", "--json", "--profile", "test", home=managed_home)
     assert json.loads(result.stdout)["state"] == "failed"
     # A failed server can be started again (here it fails again, through the CLI).
-    again = longdoc_cli(managed_home, "server", "start", "--profile", "test")
+    again = longdoc("server", "start", "--profile", "test", home=managed_home)
     assert again.returncode == 17
     assert again.stderr.splitlines()[-1].startswith("Last log lines:") or "Error: " in again.stderr
 
@@ -303,7 +304,7 @@ def test_stop_leaves_nothing(managed_home: Path, container_profile: ProfileMaker
     m.start()
     state = json.loads((managed_home / "server" / "state.json").read_text())
 
-    result = longdoc_cli(managed_home, "server", "stop")
+    result = longdoc("server", "stop", home=managed_home)
 
     assert result.returncode == 0, result.stderr
     assert result.stderr.strip() == "Server stopped."
@@ -312,7 +313,7 @@ def test_stop_leaves_nothing(managed_home: Path, container_profile: ProfileMaker
     assert not (managed_home / "server" / "state.json").exists()
     assert m.status(gpus=False).state == "stopped"
     assert connection_for(managed_home, Settings(profile="test")) is None
-    again = longdoc_cli(managed_home, "server", "stop")
+    again = longdoc("server", "stop", home=managed_home)
     assert again.returncode == 0
     assert again.stderr.strip() == "No Longdoc server was running."
 
@@ -373,7 +374,7 @@ def test_preflight_failures(
         pytest.skip("this machine has an AMD GPU")
     container_profile(**overrides)
 
-    result = longdoc_cli(managed_home, "server", "start", "--profile", "test")
+    result = longdoc("server", "start", "--profile", "test", home=managed_home)
 
     assert result.returncode == code
     assert expected in _one_error(result)
@@ -386,7 +387,7 @@ def test_model_dir_without_config_json(
     empty = tmp_path / "empty-model"
     empty.mkdir()
     container_profile(model_dir=str(empty))
-    result = longdoc_cli(managed_home, "server", "start", "--profile", "test")
+    result = longdoc("server", "start", "--profile", "test", home=managed_home)
     assert result.returncode == 13
     assert f"The model directory {empty} has no config.json" in _one_error(result)
 
@@ -396,7 +397,7 @@ def test_port_in_use(managed_home: Path, container_profile: ProfileMaker) -> Non
     with socket.socket() as blocker:
         blocker.bind(("127.0.0.1", int(str(profile["port"]))))
         blocker.listen()
-        result = longdoc_cli(managed_home, "server", "start", "--profile", "test")
+        result = longdoc("server", "start", "--profile", "test", home=managed_home)
     assert result.returncode == 14
     assert f"Port {profile['port']} is already in use" in _one_error(result)
 
@@ -408,7 +409,7 @@ def test_bundled_rocm_profile_needs_gpu_devices(managed_home: Path, model_dir: P
     (managed_home / "profiles" / "sglang-rocm.toml").write_text(
         f'model_dir = "{model_dir}"\nruntime = "podman"\n'
     )
-    result = longdoc_cli(managed_home, "server", "start", "--profile", "sglang-rocm")
+    result = longdoc("server", "start", "--profile", "sglang-rocm", home=managed_home)
     assert result.returncode == 15
     assert "No GPU device nodes" in _one_error(result)
 
@@ -444,17 +445,17 @@ def test_ask_uses_the_managed_server_without_configuration(
     """With no endpoint configured, `longdoc ask` finds the managed server and its key."""
     native_profile()
     (managed_home / "longdoc.toml").write_text('profile = "native-test"\n')
-    started = longdoc_cli(managed_home, "server", "start")
+    started = longdoc("server", "start", home=managed_home)
     assert started.returncode == 0, started.stderr
     four = CORPUS_DIR / "004-pdflatex-4-pages" / "pdflatex-4-pages.pdf"
-    result = longdoc_cli(managed_home, "ask", str(four), "What is it?", "--json")
+    result = longdoc("ask", str(four), "What is it?", "--json", home=managed_home)
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["answer"].startswith("The document has 4 pages")
     assert data["model"] == TEST_MODEL
-    stopped = longdoc_cli(managed_home, "server", "stop")
+    stopped = longdoc("server", "stop", home=managed_home)
     assert stopped.returncode == 0
-    down = longdoc_cli(managed_home, "ask", str(four), "Another?")
+    down = longdoc("ask", str(four), "Another?", home=managed_home)
     assert down.returncode == 2
     assert "longdoc server start" in down.stderr
 
@@ -515,7 +516,7 @@ def test_bundled_container_profiles_run_under_podman(
             "restart": {"max_restarts": 0},
         },
     )
-    started = longdoc_cli(managed_home, "server", "start", "--profile", name)
+    started = longdoc("server", "start", "--profile", name, home=managed_home)
     assert started.returncode == 0, started.stderr
     loaded = load_profile(name, managed_home)
     inspected = json.loads(podman("container", "inspect", loaded.container_name).stdout)[0]
@@ -524,14 +525,14 @@ def test_bundled_container_profiles_run_under_podman(
     # In the host's IPC namespace indeed (podman 4.3's inspect says "shareable" regardless).
     pid = inspected["State"]["Pid"]
     assert os.readlink(f"/proc/{pid}/ns/ipc") == os.readlink("/proc/self/ns/ipc")
-    assert longdoc_cli(managed_home, "server", "stop", "--profile", name).returncode == 0
+    assert longdoc("server", "stop", "--profile", name, home=managed_home).returncode == 0
 
 
 def test_a_refused_run_fails_at_once_with_the_runtimes_message(
     managed_home: Path, container_profile: ProfileMaker
 ) -> None:
     container_profile(extra_runtime_args=[*RUNTIME_ARGS, "--no-such-flag"])
-    result = longdoc_cli(managed_home, "server", "start", "--profile", "test")
+    result = longdoc("server", "start", "--profile", "test", home=managed_home)
     assert result.returncode == 17
     assert _last_error(result) == (
         "Error: podman run refused to start the server: Error: unknown flag: --no-such-flag."
@@ -561,7 +562,7 @@ def test_a_runtime_permission_error_in_the_supervisor_is_exit_11(
     )
     wrapper.chmod(0o755)
     container_profile(runtime=str(wrapper))
-    result = longdoc_cli(managed_home, "server", "start", "--profile", "test")
+    result = longdoc("server", "start", "--profile", "test", home=managed_home)
     assert result.returncode == 11, result.stderr
     assert _last_error(result).startswith("Error: No permission to use podman: ")
     state = json.loads((managed_home / "server" / "state.json").read_text())
@@ -578,7 +579,7 @@ def test_preflight_reports_every_problem_at_once(
     with socket.socket() as blocker:
         blocker.bind(("127.0.0.1", port))
         blocker.listen()
-        result = longdoc_cli(managed_home, "server", "start", "--profile", "test")
+        result = longdoc("server", "start", "--profile", "test", home=managed_home)
     assert result.returncode == 12  # the image: the most fundamental of the three
     line = _one_error(result)
     assert line.startswith("Error: 3 problems prevent the start: (1) The image ")
@@ -603,7 +604,7 @@ def test_native_key_stays_off_the_command_line(
     assert str(managed_home / "server" / "engine.yaml").encode() in cmdline
     assert http_status(f"{connection.url}/v1/models") == 401
     assert http_status(f"{connection.url}/v1/models", connection.api_key) == 200
-    result = longdoc_cli(managed_home, "server", "logs", "--profile", "native-test")
+    result = longdoc("server", "logs", "--profile", "native-test", home=managed_home)
     assert connection.api_key not in result.stdout
     assert cmdlines_holding(connection.api_key) == []
 
@@ -627,13 +628,13 @@ def test_start_and_stop_never_kill_a_process_a_stale_state_names(
             "supervisor_pid": stranger.pid,
         }
         (managed_home / "server" / "state.json").write_text(json.dumps(stale))
-        status = longdoc_cli(managed_home, "server", "status", "--json")
+        status = longdoc("server", "status", "--json", home=managed_home)
         assert json.loads(status.stdout)["state"] == "stopped"
-        started = longdoc_cli(managed_home, "server", "start")
+        started = longdoc("server", "start", home=managed_home)
         assert started.returncode == 0, started.stderr
         assert stranger.poll() is None
         (managed_home / "server" / "state.json").write_text(json.dumps(stale))
-        stopped = longdoc_cli(managed_home, "server", "stop")
+        stopped = longdoc("server", "stop", home=managed_home)
         assert stopped.returncode == 0, stopped.stderr
         assert stranger.poll() is None
         os.killpg(stranger.pid, 0)
@@ -711,12 +712,40 @@ def test_a_container_of_another_home_with_our_name_is_left_alone(
     )
     try:
         stranger = container_id(name)
-        result = longdoc_cli(managed_home, "server", "start", "--profile", "test")
+        result = longdoc("server", "start", "--profile", "test", home=managed_home)
         assert result.returncode == 17
         assert f"A container named {name} that this Longdoc did not start" in _last_error(result)
         assert container_id(name) == stranger
         assert parse_inspect(podman("container", "inspect", name).stdout)[0].running
-        assert longdoc_cli(managed_home, "server", "stop").returncode == 0
+        assert longdoc("server", "stop", home=managed_home).returncode == 0
         assert parse_inspect(podman("container", "inspect", name).stdout)[0].running
     finally:
         podman("rm", "--force", name, check=False)
+
+
+def test_a_killed_supervisor_leaves_no_podman_log_follower(
+    managed_home: Path, container_profile: ProfileMaker
+) -> None:
+    profile = container_profile(startup_delay=0.5)
+    name = f"longdoc-sglang-{profile['port']}"
+
+    def followers() -> list[int]:
+        found = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    argv = (entry / "cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                if b"--follow" in argv and name.encode() in argv:
+                    found.append(int(entry.name))
+        return found
+
+    manager(managed_home).start()
+    assert followers()
+    state = json.loads((managed_home / "server" / "state.json").read_text())
+    os.kill(state["supervisor_pid"], 9)
+    wait_for(lambda: not followers(), 30, "podman logs --follow to end with its supervisor")
+    # A new supervisor adopts the container and follows it again.
+    manager(managed_home).start()
+    assert len(followers()) == 1

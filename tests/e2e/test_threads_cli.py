@@ -3,31 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import API_KEY, CORPUS_DIR, ROOT
+from tests.conftest import API_KEY, CORPUS_DIR
+from tests.support.cli import longdoc
 from tests.support.sglang_server import FakeSGLang
 
 FOUR_PAGES = CORPUS_DIR / "004-pdflatex-4-pages" / "pdflatex-4-pages.pdf"
-
-
-def longdoc(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    """This tree's CLI (``python -m``), not the installed console script."""
-    env = {**os.environ, "LONGDOC_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    for var in ("LONGDOC_ENDPOINT", "LONGDOC_MODEL", "LONGDOC_API_KEY"):
-        env.pop(var, None)
-    return subprocess.run(
-        [sys.executable, "-m", "desktop.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        cwd=ROOT,
-    )
 
 
 def ask(server: FakeSGLang, home: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import desktop.ui  # noqa: F401  (applies the PySide6 6.12.0 workaround before Qt runs)
-from desktop.config import Settings, db_path, save_settings
+from desktop.config import Settings, save_settings
 from desktop.store.db import Store
 from desktop.ui import messages
 from desktop.ui.app import create_window
@@ -58,14 +58,6 @@ def settings(home: Path, sglang: FakeSGLang) -> Settings:
     result = Settings(endpoint=sglang.url, api_key=API_KEY, thinking=True)
     save_settings(result)
     return result
-
-
-@pytest.fixture
-def store(home: Path) -> Iterator[Store]:
-    """The real SQLite store in the test's home."""
-    result = Store(db_path())
-    yield result
-    result.close()
 
 
 @pytest.fixture

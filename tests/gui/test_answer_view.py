@@ -12,7 +12,7 @@ from desktop.documents.model import Page
 from desktop.errors import DocumentTooLarge
 from desktop.ui import messages
 from desktop.ui.answer_view import AnswerView
-from tests.unit.test_format import ANSWER
+from tests.unit.answering.test_format import ANSWER
 
 SENT = Sent(250_000, 262_144, 8_000, "Qwen3.5", 1, 10, 10)
 

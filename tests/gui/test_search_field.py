@@ -134,3 +134,19 @@ def test_a_query_without_words_shows_a_hint_and_clearing_hides_the_hits(
     qtbot.waitUntil(lambda: bool(results.hits()), timeout=10_000)
     window.library.filter_edit.clear()
     assert not results.isVisible() and results.hits() == []
+
+
+def test_removing_a_document_takes_its_hits_off_the_list(
+    qtbot: QtBot, window: MainWindow, store: Store
+) -> None:
+    doc, _ = open_document(GEOTOPO, store)
+    window.library.refresh()
+    qtbot.waitUntil(lambda: window.library.model.total == 1, timeout=10_000)
+    results = window.library.search_results
+    window.library.filter_edit.setText("Topologie")  # in the title and on its pages
+    results.run_now()
+    qtbot.waitUntil(lambda: bool(results.hits()), timeout=10_000)
+    window.library.select(doc.sha256)
+    window.library.remove_selected()
+    qtbot.waitUntil(lambda: window.library.model.total == 0, timeout=10_000)
+    qtbot.waitUntil(lambda: results.hits() == [] and "No page" in results.hint.text())

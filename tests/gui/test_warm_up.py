@@ -92,6 +92,9 @@ def test_a_question_or_another_document_cancels_the_warm_up(
     qtbot.waitUntil(lambda: warm_ups(sglang) == 2, timeout=10_000)
     # (The indicator may say "busy" now: the server is reading the warm-up.)
     qtbot.waitUntil(lambda: panel.budget_bar.view is not None, timeout=20_000)
+    # Only once the server paces that warm-up's prefill may the pace be lifted for the
+    # question (else the warm-up could finish before it is cancelled).
+    qtbot.waitUntil(lambda: sglang.metrics.slow_prefills == 1, timeout=10_000)
     sglang.behaviour.update(prefill_tokens_per_s=None)
     panel.question_edit.setPlainText("Quick, what is this?")
     with qtbot.waitSignal(panel.answer_finished, timeout=30_000) as blocker:

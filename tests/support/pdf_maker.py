@@ -115,6 +115,8 @@ class Comment:
     rect: tuple[float, float, float, float]
     contents: str
     author: str = ""
+    rich: str = ""  # /RC (XHTML rich text)
+    appearance: str = ""  # text drawn in its appearance stream
 
 
 @dataclass(frozen=True)
@@ -257,10 +259,20 @@ def write_form_pdf(path: Path, pages: list[FormPage], *, title: str | None = Non
                     right,
                     bottom,
                 )
+            if c.rich:
+                extra += b" /RC %s" % pdf_text(c.rich)
+            if c.appearance:
+                ap = stream(
+                    b"BT /F1 9 Tf 2 4 Td %s Tj ET" % pdf_string(c.appearance),
+                    b"/Type /XObject /Subtype /Form /BBox [0 0 %g %g] /Resources << /Font << "
+                    b"/F1 %d 0 R >> >>" % (c.rect[2] - c.rect[0], c.rect[3] - c.rect[1], font),
+                )
+                extra += b" /AP << /N %d 0 R >>" % ap
+            contents = b" /Contents %s" % pdf_text(c.contents) if c.contents else b""
             annots.append(
                 add(
-                    b"<< /Type /Annot /Subtype /%s /Rect %s /Contents %s%s%s /F 4 >>"
-                    % (c.subtype.encode(), _rect(c.rect), pdf_text(c.contents), author, extra)
+                    b"<< /Type /Annot /Subtype /%s /Rect %s%s%s%s /F 4 >>"
+                    % (c.subtype.encode(), _rect(c.rect), contents, author, extra)
                 )
             )
         annot_list = b" /Annots [%s]" % b" ".join(b"%d 0 R" % a for a in annots) if annots else b""
@@ -355,3 +367,37 @@ def filled_form(number: int) -> FormPage:
             )
         )
     return page
+
+
+def write_content_pdf(path: Path, pages: list[list[bytes]]) -> Path:
+    """A PDF whose pages are the given content-stream operators (Helvetica as /F1)."""
+    objects: list[bytes] = [b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    page_ids = []
+    pages_id = 2 + 2 * len(pages)
+    for ops in pages:
+        stream = b"\n".join(ops)
+        objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
+        objects.append(
+            b"<< /Type /Page /Parent %d 0 R /MediaBox [0 0 612 792] "
+            b"/Resources << /Font << /F1 1 0 R >> >> /Contents %d 0 R >>" % (pages_id, len(objects))
+        )
+        page_ids.append(len(objects))
+    kids = b" ".join(b"%d 0 R" % i for i in page_ids)
+    objects.append(b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, len(page_ids)))
+    objects.append(b"<< /Type /Catalog /Pages %d 0 R >>" % pages_id)
+    out = bytearray(b"%PDF-1.7\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for offset in offsets:
+        out += b"%010d 00000 n \n" % offset
+    out += b"trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        len(objects),
+        xref,
+    )
+    path.write_bytes(bytes(out))
+    return path

@@ -6,6 +6,7 @@ made in a temporary folder, and the device cases run in a private mount namespac
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import os
@@ -64,6 +65,22 @@ def test_a_fifo_is_written_in_place_never_replaced(tmp_path: Path) -> None:
     thread.join(10)
     assert got == [b"through the pipe\n"]
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_a_symlink_to_a_proc_fd_link_is_written_through_the_kernel(tmp_path: Path) -> None:
+    # What /dev/stdout is: a symlink to /proc/self/fd/1, whose target is no path at all.
+    read_end, write_end = os.pipe()
+    link = tmp_path / "stdout"
+    link.symlink_to(f"/proc/self/fd/{write_end}")
+    try:
+        write_report(link, "to the pipe\n")
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as fh:
+            assert fh.read() == b"to the pipe\n"
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(write_end)
+    assert link.is_symlink()
 
 
 def test_a_fifo_nobody_reads_is_one_error_not_a_hang(tmp_path: Path) -> None:

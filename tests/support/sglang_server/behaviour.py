@@ -12,7 +12,8 @@ class Behaviour:
     """Run-time switches the tests flip; ``update()`` and ``snapshot()`` are atomic.
 
     Plain attribute assignment also works (each is atomic); use ``update()`` to change several
-    fields at once. ``fail_status`` is consumed by chat requests; the other fields persist
+    fields at once. ``fail_status`` is consumed by chat requests only (a warm-up's raw prompt
+    goes through); the other fields persist
     until changed or ``reset()``.
     """
 

@@ -99,6 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="crash with exit code 1 after this many seconds",
     )
     p.add_argument(
+        "--oom-after",
+        type=float,
+        default=None,
+        help="after this many seconds, take memory until the kernel kills the process (OOM)",
+    )
+    p.add_argument(
         "--config",
         default=None,
         help="YAML file of `flag-name: value` lines, read like SGLang's (flags override it)",
@@ -190,6 +196,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] Error: {exc}", flush=True)
         return 1
+    if args.oom_after is not None and not stop.wait(args.oom_after):
+        fake.log("Allocating the KV cache for a request (fake memory hog from --oom-after)")
+        hog: list[bytes] = []
+        while not stop.is_set():
+            hog.append(b"\1" * (64 << 20))  # written, so every page is really taken
     crashed = not stop.wait(args.exit_after) if args.exit_after is not None else False
     if not crashed:
         while not stop.wait(0.2):

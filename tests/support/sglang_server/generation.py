@@ -193,11 +193,6 @@ class GenerationHandler(HandlerBase):
         if not isinstance(body, dict):
             self._error(400, "Request body must be a JSON object")
             return
-        failure = fake.behaviour.consume_failure()
-        if failure is not None:
-            status, message = failure
-            self._error(status, message or f"Injected failure (HTTP {status}).")
-            return
         if body.get("stream"):
             self._error(400, "The fake server answers raw prompts without streaming only.")
             return
@@ -369,7 +364,13 @@ class GenerationHandler(HandlerBase):
         speed = fake.behaviour.prefill_tokens_per_s
         uncached = gen.prompt_tokens - gen.cached_tokens
         if speed:
-            self._sleep(uncached / speed, gen)
+            with fake._lock:
+                fake.metrics.slow_prefills += 1
+            try:
+                self._sleep(uncached / speed, gen)
+            finally:
+                with fake._lock:
+                    fake.metrics.slow_prefills -= 1
         if gen.abort.is_set():
             return
         fake.cache.insert(prompt_ids, gen.cached_tokens)

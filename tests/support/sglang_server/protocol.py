@@ -92,6 +92,8 @@ class Metrics:
     """Most chat requests ever generating at once (batch concurrency tests)."""
     running_tokens: int = 0
     gen_throughput: float = 0.0
+    slow_prefills: int = 0
+    """Requests in a paced prefill now (``prefill_tokens_per_s``): tests wait on it."""
 
 
 class ClientGone(Exception):

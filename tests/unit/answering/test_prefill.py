@@ -12,7 +12,7 @@ from desktop.answering.prefill import (
     learned_rate,
     prefill_rate,
 )
-from tests.unit.test_format import ANSWER
+from tests.unit.answering.test_format import ANSWER
 
 NOW = ANSWER.created_at + 60
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -34,13 +33,6 @@ def forty_pages() -> Document:
             for i in range(1, 41)
         ]
     )
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store(tmp_path / "db.sqlite")
-    yield s
-    s.close()
 
 
 @pytest.fixture

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,6 +36,7 @@ from desktop.documents.ingest import extract
 from desktop.documents.model import Document, Page
 from desktop.store.db import AnswerKey, Store
 from tests.conftest import API_KEY, ROOT
+from tests.support.cli import longdoc
 from tests.support.sglang_server import FakeSGLang
 
 GEOTOPO_PDF = Path("009-pdflatex-geotopo") / "GeoTopo-komprimiert.pdf"
@@ -366,16 +364,6 @@ def server() -> Iterator[FakeSGLang]:
         yield fake
 
 
-def longdoc(home: Path, server: FakeSGLang, *args: str) -> subprocess.CompletedProcess[str]:
-    """``longdoc ask`` from this tree (not whatever ``longdoc`` is installed)."""
-    env = {**os.environ, "LONGDOC_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    for var in ("LONGDOC_ENDPOINT", "LONGDOC_MODEL", "LONGDOC_API_KEY"):
-        env.pop(var, None)
-    command = [sys.executable, "-m", "desktop.cli.main", "ask", *args]
-    command += ["--endpoint", server.url, "--api-key", API_KEY, "--no-think"]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
-
-
 ANSWER = (
     'Er schreibt "die Mitschriften einiger Übungen und Tutorien" [p. ii], '
     '"Dieses Skript wurde im Wintersemester 2013/2014" [p. III] '
@@ -388,7 +376,18 @@ def test_ask_json_reports_citations_and_a_cached_answer_keeps_them(
 ) -> None:
     server.behaviour.update(answer_text=ANSWER)
     pdf = str(ROOT.parent / "shared" / "corpus" / "pdf-samples" / GEOTOPO_PDF)
-    first = longdoc(tmp_path, server, pdf, "Worum geht es?", "--json", "--pages", "i..iii")
+    first = longdoc(
+        "ask",
+        pdf,
+        "Worum geht es?",
+        "--json",
+        "--pages",
+        "i..iii",
+        "--no-think",
+        home=tmp_path,
+        server=server,
+        api_key=API_KEY,
+    )
     assert first.returncode == 0, first.stderr
     data = json.loads(first.stdout)
     assert data["from_cache"] is False
@@ -424,7 +423,18 @@ def test_ask_json_reports_citations_and_a_cached_answer_keeps_them(
     [stored] = store.answers_for(data["document"]["sha256"])
     store.close()
     assert stored.citations is not None and len(stored.citations.items) == 4
-    again = longdoc(tmp_path, server, pdf, "Worum geht es?", "--json", "--pages", "1-3")
+    again = longdoc(
+        "ask",
+        pdf,
+        "Worum geht es?",
+        "--json",
+        "--pages",
+        "1-3",
+        "--no-think",
+        home=tmp_path,
+        server=server,
+        api_key=API_KEY,
+    )
     cached = json.loads(again.stdout)
     assert cached["from_cache"] is True
     assert cached["citations"] == data["citations"]
@@ -435,7 +445,17 @@ def test_plain_ask_flags_unverified_quotes_in_the_answer(
 ) -> None:
     server.behaviour.update(answer_text=ANSWER)
     pdf = str(ROOT.parent / "shared" / "corpus" / "pdf-samples" / GEOTOPO_PDF)
-    result = longdoc(tmp_path, server, pdf, "Worum geht es?", "--pages", "ii..iii")
+    result = longdoc(
+        "ask",
+        pdf,
+        "Worum geht es?",
+        "--pages",
+        "ii..iii",
+        "--no-think",
+        home=tmp_path,
+        server=server,
+        api_key=API_KEY,
+    )
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert out.startswith(ANSWER)
@@ -452,7 +472,17 @@ def test_bad_page_range_is_one_error_line_naming_the_labels(
     server: FakeSGLang, tmp_path: Path
 ) -> None:
     pdf = str(ROOT.parent / "shared" / "corpus" / "pdf-samples" / GEOTOPO_PDF)
-    result = longdoc(tmp_path, server, pdf, "Q?", "--pages", "x..iii")
+    result = longdoc(
+        "ask",
+        pdf,
+        "Q?",
+        "--pages",
+        "x..iii",
+        "--no-think",
+        home=tmp_path,
+        server=server,
+        api_key=API_KEY,
+    )
     assert result.returncode == 2
     [line] = result.stderr.strip().splitlines()
     assert line.startswith("Error: ")

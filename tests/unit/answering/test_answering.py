@@ -5,8 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
@@ -36,13 +35,6 @@ PAGES = [
     ("2", "Term. The agreement runs for 24 months from the effective date."),
     ("3", "Liability is capped at EUR 2,000,000 except for gross negligence."),
 ]
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store(tmp_path / "db.sqlite")
-    yield s
-    s.close()
 
 
 def answerer_for(server: FakeSGLang, store: Store, **settings: object) -> Answerer:

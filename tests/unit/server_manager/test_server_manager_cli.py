@@ -3,31 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from desktop import errors as app_errors
 from server_manager import errors
+from tests.support.cli import longdoc
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SUBCOMMANDS = ("start", "stop", "restart", "status", "logs", "selftest")
-
-
-def longdoc(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "LONGDOC_HOME": str(home), "PATH": str(home)}  # no runtime, no GPU tool
-    return subprocess.run(
-        [sys.executable, "-m", "desktop.cli.main", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def test_server_manager_codes_agree_with_the_apps_table() -> None:
@@ -41,7 +27,7 @@ def test_server_manager_codes_agree_with_the_apps_table() -> None:
 
 @pytest.mark.parametrize("command", SUBCOMMANDS)
 def test_every_subcommand_takes_json_and_lists_only_its_codes(tmp_path: Path, command: str) -> None:
-    result = longdoc(tmp_path, "server", command, "--help")
+    result = longdoc("server", command, "--help", home=tmp_path, env={"PATH": str(tmp_path)})
     assert result.returncode == 0
     assert "--json" in result.stdout
     codes = result.stdout.split("exit codes:", 1)[1]
@@ -58,16 +44,34 @@ def test_every_subcommand_takes_json_and_lists_only_its_codes(tmp_path: Path, co
 
 
 def test_json_outputs_without_a_server(tmp_path: Path) -> None:
-    status = longdoc(tmp_path, "server", "status", "--json", "--profile", "native")
+    status = longdoc(
+        "server",
+        "status",
+        "--json",
+        "--profile",
+        "native",
+        home=tmp_path,
+        env={"PATH": str(tmp_path)},
+    )
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout)["state"] == "stopped"
-    stop = longdoc(tmp_path, "server", "stop", "--json", "--profile", "native")
+    stop = longdoc(
+        "server",
+        "stop",
+        "--json",
+        "--profile",
+        "native",
+        home=tmp_path,
+        env={"PATH": str(tmp_path)},
+    )
     assert stop.returncode == 0, stop.stderr
     assert json.loads(stop.stdout) == {"stopped": False}
 
 
 def test_logs_before_any_start_is_exit_18(tmp_path: Path) -> None:
-    result = longdoc(tmp_path, "server", "logs", "--profile", "native")
+    result = longdoc(
+        "server", "logs", "--profile", "native", home=tmp_path, env={"PATH": str(tmp_path)}
+    )
     assert result.returncode == 18
     assert result.stderr.splitlines() == [
         f"Error: No server log yet in {tmp_path / 'server' / 'logs'}: the server has not been "
@@ -80,7 +84,9 @@ def test_a_server_manager_error_is_one_line_with_its_code(tmp_path: Path) -> Non
     (tmp_path / "profiles" / "mine.toml").write_text(
         'extends = "sglang-rocm"\nengine_args = ["--api-key", "{api_key}"]\n'
     )
-    result = longdoc(tmp_path, "server", "start", "--json", "--profile", "mine")
+    result = longdoc(
+        "server", "start", "--json", "--profile", "mine", home=tmp_path, env={"PATH": str(tmp_path)}
+    )
     assert result.returncode == 16
     assert result.stdout == ""
     lines = result.stderr.splitlines()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.support.pdf_maker import FormPage, TextLine, write_form_pdf
 from tests.support.sglang_server import FakeSGLang
-from tests.unit.test_answer_core import ROOT, cli_ask
+from tests.unit.answering.test_answer_core import ROOT, cli_ask
 
 
 def cli_run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:

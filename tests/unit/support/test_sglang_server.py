@@ -23,7 +23,7 @@ from tests.support.sglang_server import (
     render_chat,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DOCUMENT = (
     "<document>\nTitle: Field notes\n"
     "[Page i]\nThe quick brown fox jumps over the lazy dog near the river bank.\n"

@@ -341,3 +341,38 @@ def test_nul_bytes_become_replacement_characters(tmp_path: Path) -> None:
     doc = extract(write(tmp_path, "nul.vtt", data))
     assert doc.pages[0].text == "[00:00:01] null\ufffdhere café"
     assert doc.metadata["Encoding"] == "utf-8"
+
+
+def test_webvtt_timings_follow_its_parsing_rules(tmp_path: Path) -> None:
+    """As browsers read them (the W3C file-parsing tests' cases): invalid cues are skipped."""
+    valid = [
+        "0:00:00.000 --> 00:00:01.000",  # one-digit hours
+        "00:00:00.000-->00:00:01.000",  # no spaces around the arrow
+        "\t00:00:00.000\t-->\t00:00:01.000\t",  # tabs
+        "00:00:00.000 --> 00:00:01.000\ufffdalign:end",  # anything after the end time
+        "60:00:00.000 --> 60:00:01.000",  # hours past 59
+    ]
+    invalid = [
+        "00:00:60.000 --> 00:00:01.000",  # seconds past 59
+        "00:00:00.000 --> 00:60:00.000",  # minutes past 59
+        "00:00:00,000 --> 00:00:01,000",  # SRT's comma
+        "00:00.00 --> 00:01.000",  # two-digit milliseconds
+        "00:0.000 --> 00:01.000",  # one-digit seconds
+        "x00:00:00.000 --> 00:00:01.000",
+        "00:00:00.000x --> 00:00:01.000",
+        "\x0b00:00:00.000 --> 00:00:01.000",  # a vertical tab is not white space here
+    ]
+    body = "".join(f"{t}\nvalid {i}\n\n" for i, t in enumerate(valid))
+    body += "".join(f"{t}\ninvalid {i}\n\n" for i, t in enumerate(invalid))
+    doc = extract(write(tmp_path, "rules.vtt", "WEBVTT\n\n" + body))
+    text = "\n".join(p.text for p in doc.pages)
+    assert doc.metadata["Cues"] == str(len(valid))
+    assert "invalid" not in text and all(f"valid {i}" in text for i in range(len(valid)))
+    assert any(f"skipped {len(invalid)} unreadable cues" in w for w in doc.warnings)
+
+
+def test_srt_timings_are_read_leniently(tmp_path: Path) -> None:
+    srt = "1\n0:0:1.5 --> 0:0:2.0\nshort fields\n\n2\n75:10,000 --> 75:12,000\nlong minutes\n"
+    doc = extract(write(tmp_path, "lenient.srt", srt))
+    assert doc.metadata["Cues"] == "2"
+    assert "[01:15:10] long minutes" in "\n".join(p.text for p in doc.pages)

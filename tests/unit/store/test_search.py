@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -21,13 +22,6 @@ FILLER = "The parties agree to the terms below and to nothing else in this secti
 def contract(n: int, planted: str = "") -> tuple[str, str]:
     """A page of filler with ``planted`` in the middle."""
     return (str(n), f"{FILLER} {planted} {FILLER}")
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    s = Store(tmp_path / "longdoc.db")
-    yield s
-    s.close()
 
 
 def answer(store: Store, sha: str, question: str, text: str, status: str = "complete") -> int:
@@ -286,3 +280,28 @@ def test_cli_search_json_remove(home: Path, capsys: pytest.CaptureFixture[str]) 
     assert code == 8 and "Removed" in out
     code, out, _ = run(capsys, "search", "easement", "--json")
     assert json.loads(out)["hits"] == []
+
+
+def test_a_search_process_imports_only_what_it_needs(home: Path) -> None:
+    """`longdoc search` stays close to a bare Python: no sqlite-utils, Qt, OpenAI client,
+    tokenizer, urllib or the document readers (bench/bench_search.py measures the time)."""
+    import subprocess
+    import sys
+
+    from desktop.config import db_path
+
+    Store(db_path()).close()  # an existing database: no migrations to run
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "desktop.cli.main", "search", "x", "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LONGDOC_HOME": str(home)},
+        cwd=Path(__file__).resolve().parents[3],
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines()}
+    for heavy in (
+        "sqlite_utils", "PySide6", "openai", "tiktoken", "urllib.request", "pypdfium2",
+        "desktop.documents.ingest",
+    ):  # fmt: skip
+        assert heavy not in imported, f"{heavy} imported by `longdoc search`"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from desktop.answering.events import Event, Usage
+from desktop.answering.events import Event, Stored, Usage
 from desktop.answering.prompt import PageRange, prefix_tokens
 from desktop.answering.service import Answerer, Endpoint, Question
 from desktop.config import Settings
@@ -241,3 +241,20 @@ def test_the_prefix_size_is_what_the_warm_up_sends(vllm: FakeSGLang, store: Stor
     doc = document(10)
     warmed = answerer_for(vllm, store).prewarm(doc)
     assert warmed.prompt_tokens == prefix_tokens(doc, PageRange(1, 10))
+
+
+def test_the_prefill_estimate_allows_for_vllms_block(vllm: FakeSGLang, store: Store) -> None:
+    from desktop.answering.prefill import QUESTION_ALLOWANCE, expected_uncached
+
+    answerer = answerer_for(vllm, store)
+    doc = document(40)
+    [*_, stored] = answerer.ask(Question(doc, "What is the first duty?"))
+    assert isinstance(stored, Stored)
+    earlier = [stored.answer]
+    block = answerer.client.resume_granularity()
+    assert block == vllm.block_size
+    now = stored.answer.created_at
+    size = stored.answer.prompt_tokens or 0
+    plain = expected_uncached(size, earlier, 1, 40, now)
+    assert plain == QUESTION_ALLOWANCE
+    assert expected_uncached(size, earlier, 1, 40, now, block) == QUESTION_ALLOWANCE + block

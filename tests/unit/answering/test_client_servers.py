@@ -39,13 +39,6 @@ PAGES = [
 SGLANG_FIELDS = ("rid", "separate_reasoning", "chat_template_kwargs")
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store(tmp_path / "db.sqlite")
-    yield s
-    s.close()
-
-
 def chat_bodies(server: FakeSGLang) -> list[dict[str, Any]]:
     return [r.body for r in server.requests if r.path.endswith("/chat/completions")]
 

@@ -179,3 +179,53 @@ def test_corpus_forms_and_annotations(corpus: Path) -> None:
     notes = extract(corpus / "024-annotations/annotated_pdf.pdf").pages[0].text
     for words in ("This is a text annotation.", "Highlight comment", "[Note: Lucas] Hello world!"):
         assert words in notes
+
+
+def test_documents_stored_by_an_older_reader_are_read_again(tmp_path: Path) -> None:
+    """A library made before form values were read gets them on the next open."""
+    from dataclasses import replace
+
+    from desktop.documents.ingest import EXTRACTOR_VERSION
+    from desktop.documents.model import Page
+    from desktop.library import open_document
+    from desktop.store.db import Store
+
+    path = write_form_pdf(tmp_path / "form.pdf", [filled_form(1)])
+    store = Store(tmp_path / "library.db")
+    try:
+        fresh = extract(path)
+        name, _ = fresh.extractor.rsplit("/", 1)
+        # As an older reader stored it: no form values, its own version.
+        old = replace(
+            fresh,
+            extractor=f"{name}/{EXTRACTOR_VERSION - 1}",
+            pages=[Page(p.number, p.label, "Application form, part 1") for p in fresh.pages],
+        )
+        store.save_document(old)
+        doc, reused = open_document(path, store)
+        assert not reused
+        assert "[Field: first name 1] Lucía" in doc.pages[0].text
+        again, reused = open_document(path, store)
+        assert reused and again.pages == doc.pages
+    finally:
+        store.close()
+
+
+def test_text_boxes_from_rich_text_or_their_appearance(tmp_path: Path) -> None:
+    page = FormPage(
+        lines=[TextLine(72, 700, "Top line"), TextLine(72, 500, "Lower line")],
+        comments=[
+            Comment(
+                "FreeText", (72, 600, 300, 620), "", rich="<body><p>Rich &amp; bold</p></body>"
+            ),
+            Comment("FreeText", (72, 400, 300, 420), "", appearance="Typed on the page"),
+            Comment("FreeText", (72, 300, 300, 320), ""),  # nothing to read
+        ],
+    )
+    text = extract(write_form_pdf(tmp_path / "boxes.pdf", [page])).pages[0].text
+    assert text.splitlines() == [
+        "Top line",
+        "[Text box] Rich & bold",
+        "Lower line",
+        "[Text box] Typed on the page",
+    ]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,13 +29,6 @@ PAGES = [
     ("2", "Term. The agreement runs for 24 months from the effective date."),
     ("3", "Liability is capped at EUR 2,000,000 except for gross negligence."),
 ]
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store(tmp_path / "db.sqlite")
-    yield s
-    s.close()
 
 
 def answerer_for(server: FakeSGLang, store: Store) -> Answerer:

@@ -8,7 +8,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,13 +30,6 @@ PAGES = [
     ("2", "Liability is capped at EUR 2,000,000 except for gross negligence."),
 ]
 QUOTED = 'The cap: "Liability is capped at EUR 2,000,000" [p. 2], and the term [p. 1].'
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store(tmp_path / "db.sqlite")
-    yield s
-    s.close()
 
 
 def answerer_for(server: FakeSGLang, store: Store) -> Answerer:

@@ -1,0 +1,115 @@
+"""What every benchmark sets up the same way: the project on ``sys.path``, the corpus files,
+a private data directory for GUI benches, medians, a Qt event spinner and the test server
+in a child process (as a real server would be: only the app's own work is measured).
+
+Imported first by each ``bench/bench_*.py`` (run as ``python bench/bench_x.py``, so this
+folder is on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+CORPUS = ROOT.parent / "shared" / "corpus" / "pdf-samples"
+GEOTOPO = CORPUS / "009-pdflatex-geotopo" / "GeoTopo-komprimiert.pdf"
+FOUR_PAGES = CORPUS / "004-pdflatex-4-pages" / "pdflatex-4-pages.pdf"
+API_KEY = "bench"
+
+
+def gui_environment() -> None:
+    """Offscreen Qt and a fresh data directory: call before importing Qt or ``desktop.ui``."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    os.environ["LONGDOC_HOME"] = tempfile.mkdtemp(prefix="longdoc-bench-")
+
+
+def median_seconds(fn: Callable[[], object], repeats: int = 5) -> float:
+    """Median wall time of ``fn()`` over ``repeats`` runs."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def spin(app: object, until: Callable[[], bool], timeout: float, step_ms: int = 5) -> bool:
+    """Run Qt's event loop until ``until()`` (True) or ``timeout`` seconds pass (False)."""
+    from PySide6.QtCore import QEventLoop
+
+    deadline = time.monotonic() + timeout
+    while not until():
+        if time.monotonic() > deadline:
+            return False
+        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, step_ms)  # type: ignore[attr-defined]
+    return True
+
+
+def start_server(*args: str) -> tuple[subprocess.Popen[str], str]:
+    """The test server (``tests.support.sglang_server ARGS``, key ``API_KEY``, a free port)
+    in a child process, and its URL once it listens."""
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "tests.support.sglang_server", "--port", "0"),
+            *("--api-key", API_KEY, *args),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if "Uvicorn running on " in line:
+            # Keep reading its log, or the pipe fills up and the server blocks writing.
+            threading.Thread(target=proc.stdout.read, daemon=True).start()
+            return proc, line.split("Uvicorn running on ", 1)[1].split()[0]
+        if not line and proc.poll() is not None:
+            break
+    proc.kill()
+    raise SystemExit("the test server did not start")
+
+
+def set_behaviour(url: str, **fields: object) -> None:
+    """Change the running test server's behaviour (``POST /_test/behaviour``)."""
+    request = urllib.request.Request(
+        f"{url}/_test/behaviour",
+        data=json.dumps(fields).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10):
+        pass
+
+
+def window_on(app: object, url: str, path: Path, poll_ms: int, **settings: Any) -> Any:
+    """The app's window on the test server at ``url`` with ``path`` open and ready to ask,
+    background warm-ups off (only the questions reach the server)."""
+    from desktop.config import Settings, db_path
+    from desktop.store.db import Store
+    from desktop.ui.app import create_window
+
+    chosen = Settings(endpoint=url, api_key=API_KEY, **settings)
+    window = create_window(chosen, Store(db_path()), poll_ms=poll_ms)
+    window.ask_panel.warm_up_enabled = False
+    window.resize(1400, 900)
+    window.show()
+    window.add_paths([path])
+    assert spin(app, lambda: window.ask_panel.budget_bar.view is not None, 60), "not ready"
+    return window

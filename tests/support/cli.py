@@ -1,0 +1,63 @@
+"""The one way tests run the real ``longdoc`` program: this checkout's code (``python -m``,
+not whatever console script is installed), in a data directory of the test's own, with no
+server settings leaking in from the environment."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Protocol
+
+ROOT = Path(__file__).resolve().parents[2]
+LONGDOC = (sys.executable, "-m", "desktop.cli.main")
+
+
+class Server(Protocol):
+    """What the runner needs of a server to point ``--endpoint`` at (the test server)."""
+
+    @property
+    def url(self) -> str:
+        """The server's base URL."""
+        ...
+
+
+def environment(home: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a ``longdoc`` process: this tree's code, this data directory, and
+    no ``LONGDOC_*`` server variable unless ``env`` gives it."""
+    from desktop.config import SETTINGS
+
+    result = {**os.environ, "LONGDOC_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    for var in (spec.env for spec in SETTINGS.values() if spec.env):
+        result.pop(var, None)
+    return {**result, **(env or {})}
+
+
+def longdoc(
+    *args: str,
+    home: Path,
+    server: Server | None = None,
+    api_key: str = "",
+    timeout: float = 300,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = ROOT,
+    input: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``longdoc ARGS...``; with ``server``, ``--endpoint`` (and ``--api-key``) name it.
+
+    ``timeout`` only bounds a hang: it is never what a test asserts.
+    """
+    extra = ["--endpoint", server.url] if server is not None else []
+    if server is not None and api_key:
+        extra += ["--api-key", api_key]
+    return subprocess.run(
+        [*LONGDOC, *args, *extra],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=environment(home, env),
+        cwd=cwd,
+        input=input,
+        check=False,
+    )

@@ -1,0 +1,67 @@
+"""Words PDFium glues together get their spaces back from the glyph boxes, and only they."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from desktop.documents import extract
+from desktop.documents.pdf_spacing import looks_glued
+from tests.support.pdf_maker import write_content_pdf
+
+# TJ moves of 0.12 em between words: a gap a reader sees, narrower than PDFium's space.
+GLUED = [
+    b"BT /F1 10 Tf",
+    b"1 0 0 1 72 700 Tm [(www.example.org)-120(Thick)-120(lines)] TJ",
+    b"1 0 0 1 72 680 Tm [(2)-120(radio)-120(buttons)] TJ",
+    b"1 0 0 1 72 660 Tm [(3)-120(4)-120(5)-120(6)-120(7)-120(8)-120(9)] TJ",
+    b"0 1 -1 0 300 300 Tm [(Rotated)-120(words)-120(here2)] TJ",
+    b"ET",
+]
+# Glyphs that touch: camel case, kerning, a long number, printed as one word.
+TOUCHING = [
+    b"BT /F1 10 Tf",
+    b"1 0 0 1 72 700 Tm [(iPhone)-20(McDonald)] TJ",
+    b"1 0 0 1 72 680 Tm (JavaScript ISBN 9783161484100 x2apple) Tj",
+    b"1 0 0 1 72 660 Tm [(Kerned)10(word)] TJ",
+    b"ET",
+]
+
+
+def test_glued_words_get_their_spaces(tmp_path: Path) -> None:
+    text = extract(write_content_pdf(tmp_path / "glued.pdf", [GLUED])).pages[0].text
+    assert text.splitlines() == [
+        "www.example.org Thick lines",
+        "2 radio buttons",
+        "3 4 5 6 7 8 9",
+        "Rotated words here2",
+    ]
+
+
+def test_touching_glyphs_stay_one_word(tmp_path: Path) -> None:
+    text = extract(write_content_pdf(tmp_path / "touch.pdf", [TOUCHING])).pages[0].text
+    assert text.splitlines() == [
+        "iPhoneMcDonald",
+        "JavaScript ISBN 9783161484100 x2apple",
+        "Kernedword",
+    ]
+
+
+def test_only_suspicious_words_are_looked_at() -> None:
+    assert not looks_glued("An ordinary sentence, with 12 numbers and a date 2024-05-01.")
+    for glued in ("orgThick", "2radio", "radio2", "3456789", "a" * 25):
+        assert looks_glued(f"text {glued} text"), glued
+
+
+def test_no_words_lost_or_split_against_pdftotext(tmp_path: Path) -> None:
+    """pdftotext (poppler) reads the glued words apart too; ours never split its words.
+
+    poppler-utils is a test dependency (packaging/install-system-deps.sh test)."""
+    assert shutil.which("pdftotext"), "pdftotext missing: packaging/install-system-deps.sh test"
+    path = write_content_pdf(tmp_path / "glued.pdf", [GLUED[:3] + GLUED[4:]])
+    theirs = subprocess.run(
+        ["pdftotext", str(path), "-"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    ours = extract(path).pages[0].text.split()
+    assert sorted(ours) == sorted(theirs)
