@@ -19,7 +19,12 @@ from desktop.answering.service import Answerer, Endpoint, resolve_endpoint
 from desktop.config import Settings, data_dir
 from desktop.documents.model import Document
 from desktop.documents.pdf import no_text_reason
-from desktop.store.db import Store, StoredAnswer
+
+# The app reaches the store through this layer (desktop/ui imports nothing from
+# desktop.store): the names it needs are re-exported here.
+from desktop.store.db import DocumentSummary as DocumentSummary
+from desktop.store.db import Store as Store
+from desktop.store.db import StoredAnswer
 from server_manager import Connection, connection_for
 
 

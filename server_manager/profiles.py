@@ -465,6 +465,15 @@ def env_file_text(env: Mapping[str, str]) -> str:
 # --- argv building (pure) ------------------------------------------------------------------
 
 
+def _serving_args(profile: Profile, host: str) -> list[str]:
+    """The arguments SGLang and vLLM spell alike: the served name, where to listen, and the
+    reasoning parser."""
+    args = ["--served-model-name", profile.model_name, "--host", host, "--port", str(profile.port)]
+    if profile.reasoning_parser:
+        args += ["--reasoning-parser", profile.reasoning_parser]
+    return args
+
+
 def engine_args(profile: Profile, *, tp_size: int, host: str, model_path: str) -> list[str]:
     """The inference engine's own arguments (after the program name); never the key."""
     values = {
@@ -478,17 +487,7 @@ def engine_args(profile: Profile, *, tp_size: int, host: str, model_path: str) -
     if profile.engine_args is not None:
         return [a.format(**values) for a in profile.engine_args] + list(profile.extra_engine_args)
     if profile.engine == "vllm":
-        args = [
-            model_path,
-            "--served-model-name",
-            profile.model_name,
-            "--host",
-            host,
-            "--port",
-            str(profile.port),
-        ]
-        if profile.reasoning_parser:
-            args += ["--reasoning-parser", profile.reasoning_parser]
+        args = [model_path, *_serving_args(profile, host)]
         if profile.tool_call_parser:
             args += ["--enable-auto-tool-choice", "--tool-call-parser", profile.tool_call_parser]
         # Qwen3.5's hybrid layers: prefix caching is opt-in on vLLM and, for them, keeps
@@ -503,18 +502,7 @@ def engine_args(profile: Profile, *, tp_size: int, host: str, model_path: str) -
         if profile.mem_fraction_static is not None:
             args += ["--gpu-memory-utilization", f"{profile.mem_fraction_static:g}"]
         return args + list(profile.extra_engine_args)
-    args = [
-        "--model-path",
-        model_path,
-        "--served-model-name",
-        profile.model_name,
-        "--host",
-        host,
-        "--port",
-        str(profile.port),
-    ]
-    if profile.reasoning_parser:
-        args += ["--reasoning-parser", profile.reasoning_parser]
+    args = ["--model-path", model_path, *_serving_args(profile, host)]
     if profile.tool_call_parser:
         args += ["--tool-call-parser", profile.tool_call_parser]
     if profile.attention_backend:

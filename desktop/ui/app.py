@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from desktop.config import Settings, data_dir, db_path, load_settings
 from desktop.documents import tokens
 from desktop.errors import ConfigError, LongdocError
-from desktop.store.db import Store
+from desktop.session import Store
 from desktop.ui.main_window import MainWindow
 from desktop.ui.session import Session
 from desktop.ui.single_instance import (

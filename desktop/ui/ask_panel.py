@@ -6,18 +6,12 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, Signal, Slot
+from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
-    QApplication,
     QCheckBox,
-    QFileDialog,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
-    QListWidget,
-    QListWidgetItem,
-    QMenu,
     QPlainTextEdit,
     QPushButton,
     QSplitter,
@@ -25,15 +19,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.answering import conversation
-from desktop.answering.budget import suggest_pages
-from desktop.answering.citations import QuoteCheck
-from desktop.answering.events import AnswerDelta, Finished, ReasoningDelta, Sent, Stored, Usage
+from desktop.answering import conversation as rules
+from desktop.answering.events import Finished, Sent, Stored, Usage
 from desktop.answering.format import scope as page_scope
-from desktop.answering.pages import describe, format_range, parse_range
 from desktop.answering.prompt import PageRange
 from desktop.answering.service import Question
-from desktop.answering.threads import Thread, history_messages
+from desktop.answering.threads import Thread
 from desktop.answers import StoredAnswer
 from desktop.documents.model import Document
 from desktop.errors import (
@@ -47,22 +38,19 @@ from desktop.errors import (
     ThreadTooLong,
     remedy_for,
 )
-from desktop.reports import write_report
-from desktop.ui import messages, quote_marks, tasks
+from desktop.ui import messages, tasks
+from desktop.ui.answer_export import AnswerExport
+from desktop.ui.answer_stream import show_batch
 from desktop.ui.answer_view import AnswerView
-from desktop.ui.budget_bar import BudgetBar
-from desktop.ui.export import answer_markdown, history_markdown
+from desktop.ui.pages_budget import PagesBudget
+from desktop.ui.question_history import QuestionHistory
+from desktop.ui.quote_checks import QUOTE_CHECK_INLINE_CHARS as QUOTE_CHECK_INLINE_CHARS
+from desktop.ui.quote_checks import QuoteChecks
 from desktop.ui.session import BudgetView, Session, document_unanswerable
-from desktop.ui.thread_view import ThreadView
+from desktop.ui.thread_selector import ThreadSelector
 from desktop.ui.warm_up import WarmUp
 
 log = logging.getLogger("longdoc.ui.ask")
-
-BUDGET_DEBOUNCE_MS = 400
-# Quotes are checked on the UI thread for up to this much page text (~15 ms) and answer
-# text (a long answer has many quotes: 400 cost ~25 ms), else in a worker.
-QUOTE_CHECK_INLINE_CHARS = 100_000
-QUOTE_CHECK_INLINE_ANSWER_CHARS = 8_000
 
 
 class QuestionEdit(QPlainTextEdit):
@@ -94,9 +82,6 @@ class AskPanel(QWidget):
         super().__init__(parent)
         self.session = session
         self.document: Document | None = None
-        self.history: list[StoredAnswer] = []
-        # The conversation a question continues; None: the next question starts a thread.
-        self.current_thread: Thread | None = None
         self._closed = False  # the window is closing: no more background counts
         self._task: tasks.Task[None] | None = None
         # Tasks stopped by the user: the panel is given back at once, they end behind it.
@@ -111,23 +96,12 @@ class AskPanel(QWidget):
             pages=self._pages,
             parent=self,
         )
-        self._budget_task: tasks.Task[BudgetView] | None = None
-        self._budget_dirty = False
         self.tokens_received = 0  # answer and reasoning deltas in the current answer
-        self._suggested = ""
-        # The open document's pages, indexed for quote checks (normalised text is cached).
-        self._page_chars = 0
 
-        self.history_list = QListWidget()
-        self.history_list.setObjectName("history")
-        self.history_list.setWordWrap(True)
-        self.history_list.currentItemChanged.connect(self._on_history_current_item_changed)
-        history_box = QWidget()
-        history_layout = QVBoxLayout(history_box)
-        history_layout.setContentsMargins(0, 0, 0, 0)
-        self.history_title = QLabel("Questions about this document")
-        history_layout.addWidget(self.history_title)
-        history_layout.addWidget(self.history_list)
+        self.questions = QuestionHistory(session)
+        self.questions.picked.connect(self._on_questions_picked)
+        self.history_list = self.questions.list
+        self.history_title = self.questions.title
 
         self.answer_view = AnswerView()
         self.answer_view.citation_clicked.connect(self.citation_clicked)
@@ -136,23 +110,26 @@ class AskPanel(QWidget):
         self.answer_view.copy_requested.connect(self.copy_answer)
         self.answer_view.export_requested.connect(self._on_answer_view_export_requested)
         self.answer_view.action_requested.connect(self._on_answer_view_action_requested)
+        self.quote_checks = QuoteChecks(lambda: self.document, self.answer_view, parent=self)
+        self.exporter = AnswerExport(
+            self, lambda: self.document, lambda: self.answer_view.answer, lambda: self.history
+        )
 
-        self.conversation = self._make_conversation()
+        self.conversation = ThreadSelector(self.answer_view)
+        self.conversation.new_thread_requested.connect(self.new_thread)
+        self.conversation.citation_clicked.connect(self.citation_clicked)
+        self.thread_label = self.conversation.label
+        self.new_thread_button = self.conversation.new_button
+        self.thread_view = self.conversation.view
 
         self.splitter = QSplitter(Qt.Orientation.Vertical)
         self.splitter.setObjectName("askSplitter")
-        self.splitter.addWidget(history_box)
+        self.splitter.addWidget(self.questions)
         self.splitter.addWidget(self.conversation)
         self.splitter.setStretchFactor(0, 1)
         self.splitter.setStretchFactor(1, 4)
         self.splitter.setChildrenCollapsible(False)
 
-        self.budget_bar = BudgetBar()
-        # Which document (and pages) the question goes to, always in view.
-        self.target_label = QLabel()
-        self.target_label.setObjectName("askTarget")
-        self.target_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.target_label.setWordWrap(True)
         self.warm_label = self.warm_up.label
         self.question_edit = QuestionEdit()
         self.question_edit.setObjectName("question")
@@ -161,30 +138,12 @@ class AskPanel(QWidget):
         )
         self.question_edit.setTabChangesFocus(True)
         self.question_edit.submitted.connect(self.ask)
-        self.question_edit.textChanged.connect(self._schedule_budget)
         metrics = self.question_edit.fontMetrics()
         self.question_edit.setFixedHeight(metrics.lineSpacing() * 3 + 14)
 
-        self.pages_edit = QLineEdit()
-        self.pages_edit.setObjectName("pages")
-        self.pages_edit.setPlaceholderText("all pages")
-        self.pages_edit.setToolTip(
-            "Ask about a page range only: 1-120 (physical page numbers), iv..xii (printed "
-            "labels, as the viewer shows them) or a single label such as A-2"
-        )
-        self.pages_edit.setMinimumWidth(80)  # "3-100", "iv..xii" stay readable beside a hint
-        self.pages_edit.setMaximumWidth(110)
-        self.pages_edit.textChanged.connect(self._on_pages_edit_text_changed)
-        self.pages_hint = QLabel()
-        self.pages_hint.setTextFormat(Qt.TextFormat.PlainText)
-        self.pages_hint.setWordWrap(True)  # a long hint wraps instead of squeezing the box
-        self.suggest_button = QPushButton()
-        self.suggest_button.hide()
-        self.suggest_button.clicked.connect(self._on_suggest_button_clicked)
         self.think_box = QCheckBox("Think")
         self.think_box.setToolTip("Let the model reason before answering (slower, often better)")
         self.think_box.setChecked(session.settings.thinking)
-        self.think_box.toggled.connect(self._schedule_budget)
         self.ask_button = QPushButton("Ask")
         self.ask_button.setDefault(True)
         self.ask_button.setToolTip("Ask (Enter, or Ctrl+Enter anywhere)")
@@ -193,6 +152,24 @@ class AskPanel(QWidget):
         self.stop_button.setToolTip("Stop the answer (Esc); what arrived is kept")
         self.stop_button.clicked.connect(self.stop)
         self.stop_button.setEnabled(False)
+
+        self.budget = PagesBudget(
+            session,
+            document=lambda: self.document,
+            thread=lambda: self.current_thread,
+            question=lambda: self.question_edit.toPlainText(),
+            thinking=lambda: self.think_box.isChecked(),
+            countable=lambda: not self._closed and self._unanswerable is None,
+            parent=self,
+        )
+        self.budget_bar = self.budget.budget_bar
+        self.target_label = self.budget.target_label
+        self.pages_edit = self.budget.pages_edit
+        self.pages_hint = self.budget.pages_hint
+        self.suggest_button = self.budget.suggest_button
+        self.budget.suggestion_used.connect(self.question_edit.setFocus)
+        self.question_edit.textChanged.connect(self.budget.schedule)
+        self.think_box.toggled.connect(self.budget.schedule)
 
         row = QHBoxLayout()
         row.addWidget(QLabel("Pages:"))
@@ -212,10 +189,6 @@ class AskPanel(QWidget):
         layout.addWidget(self.question_edit)
         layout.addLayout(row)
 
-        self._budget_timer = QTimer(self)
-        self._budget_timer.setSingleShot(True)
-        self._budget_timer.setInterval(BUDGET_DEBOUNCE_MS)
-        self._budget_timer.timeout.connect(self.refresh_budget)
         self.set_document(None)
 
     # --- document -------------------------------------------------------------------------
@@ -234,11 +207,10 @@ class AskPanel(QWidget):
             messages.info("Stopped the answer: another document was opened.")
         self.cancel_warm_up()  # superseded by the document opened now
         self.document = doc
-        self._page_chars = 0
+        self.quote_checks.reset()
         self._set_thread(None)
         self.answer_view.set_pages(doc.pages if doc is not None else [])
-        self.history = []
-        self.history_list.clear()
+        self.questions.clear(doc)
         self.answer_view.reset()
         self.pages_edit.clear()
         self._unanswerable = document_unanswerable(doc) if doc is not None else None
@@ -247,9 +219,6 @@ class AskPanel(QWidget):
             widget.setEnabled(enabled)
         self._update_ask_button()
         self._update_target()
-        self.history_title.setText(
-            "Questions about this document" if doc else "Open a document to ask about it"
-        )
         if doc is None:
             self.budget_bar.show_unknown("")
             return
@@ -299,172 +268,45 @@ class AskPanel(QWidget):
         )
 
     def _update_target(self) -> None:
-        """Name the document and the pages the question goes to."""
-        doc = self.document
-        if doc is None:
-            self.target_label.setText("")
-            self.target_label.hide()
-            return
-        count = len(doc.pages)
-        try:
-            pages = self._pages()
-        except ValueError:
-            pages = None
-        if pages is None or (pages.first, pages.last) == (1, count):
-            scope = f"all {count:,} pages" if count != 1 else "its 1 page"
-        else:
-            scope = describe(doc.pages, pages)  # with printed labels, as the viewer shows
-        title = doc.title or Path(doc.path).name
-        self.target_label.setText(f"Asking about: {title} — {scope}")
-        self.target_label.setToolTip(doc.path)
-        self.target_label.show()
+        self.budget.update_target()
+
+    @property
+    def history(self) -> list[StoredAnswer]:
+        """The answers about the open document, oldest first."""
+        return self.questions.answers
 
     def refresh_history(self, select_id: int | None = None) -> None:
         """Reload the questions asked about the document (off the UI thread)."""
         doc = self.document
         if doc is None:
             return
-        store = self.session.store
+        sha = doc.sha256
 
-        def loaded(answers: list[StoredAnswer]) -> None:
-            if self.document is None or self.document.sha256 != doc.sha256:
-                return
-            self._fill_history(answers, select_id)
+        def still_open() -> bool:
+            return self.document is not None and self.document.sha256 == sha
 
-        tasks.run_call(
-            lambda: store.answers_for(doc.sha256),
-            receiver=self,
-            success=loaded,
-            name="history",
-        )
+        self.questions.refresh(doc, still_open, select_id)
 
-    def _fill_history(self, answers: list[StoredAnswer], select_id: int | None) -> None:
-        self.history = answers
-        self.history_list.blockSignals(True)
-        self.history_list.clear()
-        for answer in reversed(answers):  # newest first
-            text = answer.question.strip().replace("\n", " ")
-            if answer.status != "complete":
-                text = f"{text}  ({answer.status})"
-            item = QListWidgetItem(text)
-            item.setData(Qt.ItemDataRole.UserRole, answer.id)
-            item.setToolTip(answer.question)
-            self.history_list.addItem(item)
-            if answer.id == select_id:
-                self.history_list.setCurrentItem(item)
-        self.history_list.blockSignals(False)
-
-    @Slot(QListWidgetItem, QListWidgetItem)
-    def _on_history_current_item_changed(
-        self, current: QListWidgetItem | None, _previous: QListWidgetItem | None
-    ) -> None:
-        if current is None or self.busy or self.document is None:
+    def _on_questions_picked(self, answer: StoredAnswer) -> None:
+        if self.busy or self.document is None:
             return
-        answer_id = current.data(Qt.ItemDataRole.UserRole)
-        answer = next((a for a in self.history if a.id == answer_id), None)
-        if answer is not None:
-            self.answer_view.show_answer(answer, len(self.document.pages))
-            self.check_quotes(answer)
-            self._open_thread_at(answer)
+        self.answer_view.show_answer(answer, len(self.document.pages))
+        self.check_quotes(answer)
+        self._open_thread_at(answer)
 
-    # --- budget ---------------------------------------------------------------------------
+    # --- budget and pages (desktop/ui/pages_budget.py) -----------------------------------
 
-    @Slot()
-    def _schedule_budget(self) -> None:
-        self._budget_timer.start()
+    @property
+    def _budget_task(self) -> tasks.Task[BudgetView] | None:
+        return self.budget.task
 
     def refresh_budget(self) -> None:
         """Recount the prompt against the server's context (off the UI thread)."""
-        doc = self.document
-        if doc is None or self._closed or self._unanswerable is not None:
-            return
-        if self._budget_task is not None and not self._budget_task.done:
-            self._budget_dirty = True
-            return
-        try:
-            pages = self._pages()
-        except ValueError:
-            return
-        question = self.question_edit.toPlainText()
-        thinking = self.think_box.isChecked()
-        session = self.session
-        history = (
-            history_messages(self.current_thread.turns) if self.current_thread is not None else []
-        )
-        if self.current_thread is not None:
-            pages = PageRange(self.current_thread.first_page, self.current_thread.last_page)
-
-        def done(view: BudgetView) -> None:
-            if self.document is doc:
-                self._show_budget(view)
-
-        def failed(exc: BaseException) -> None:
-            if self.document is doc:
-                self.budget_bar.show_unknown(f"Context budget unknown: {messages.describe(exc)}")
-
-        self._budget_task = tasks.run_call(
-            lambda: session.budget(doc, pages, question, thinking, history),
-            receiver=self,
-            success=done,
-            failure=failed,
-            name="budget",
-        )
-        self._budget_task.finished.connect(self._on_budget_task_finished)
-
-    @Slot()
-    def _on_budget_task_finished(self) -> None:
-        if self._budget_dirty:
-            self._budget_dirty = False
-            self.refresh_budget()
-
-    def _show_budget(self, view: BudgetView) -> None:
-        doc_pages = self.document.pages if self.document is not None else []
-        self.budget_bar.show_budget(view, doc_pages)
-        suggestion = suggest_pages(view.pages, view.budget)
-        if suggestion is None or self.document is None:  # fits, or one page: nothing to cut
-            self.suggest_button.hide()
-            return
-        first, last = suggestion.first, suggestion.last
-        # In printed labels (what the viewer shows), in the grammar the page box reads.
-        self._suggested = format_range(doc_pages, first, last, labels=True)
-        self.suggest_button.setText(f"Use pages {self._suggested}")
-        if len(doc_pages) == view.page_count:
-            self.suggest_button.setToolTip(
-                f"Ask about {describe(doc_pages, PageRange(first, last))}"
-            )
-        self.suggest_button.show()
-
-    @Slot()
-    def _on_suggest_button_clicked(self) -> None:
-        self.pages_edit.setText(self._suggested)
-        self.question_edit.setFocus()
+        self.budget.refresh()
 
     def _pages(self) -> PageRange | None:
         """The chosen range; None for the whole document. Raises ValueError."""
-        text = self.pages_edit.text().strip()
-        if not text or self.document is None or text.lower() == "all":
-            return None
-        return parse_range(text, self.document.pages)
-
-    @Slot(str)
-    def _on_pages_edit_text_changed(self, _text: str) -> None:
-        try:
-            pages = self._pages()
-        except ValueError as exc:
-            self.pages_hint.setText(str(exc))
-            return
-        if pages is None or self.document is None:
-            self.pages_hint.clear()
-        else:
-            # "Asking about: ..." above names the pages (with printed labels): the hint
-            # beside the box only says what is wrong.
-            hint = ""
-            thread = self.current_thread
-            if thread is not None and thread.turns and not conversation.covers(thread, pages):
-                hint = "Not this thread's pages: start a New thread to ask about them"
-            self.pages_hint.setText(hint)
-        self._update_target()
-        self._schedule_budget()
+        return self.budget.pages()
 
     # --- asking ---------------------------------------------------------------------------
 
@@ -476,7 +318,7 @@ class AskPanel(QWidget):
     def _on_answer_view_ask_again_requested(self) -> None:
         answer = self.answer_view.answer
         if answer is not None and self.document is not None:
-            again = conversation.ask_again(answer, self.current_thread, len(self.document.pages))
+            again = rules.ask_again(answer, self.current_thread, len(self.document.pages))
             self.question_edit.setPlainText(again.question)
             pages = again.pages
             self.pages_edit.setText("" if pages is None else f"{pages.first}-{pages.last}")
@@ -511,7 +353,7 @@ class AskPanel(QWidget):
         thread = self.current_thread
         try:
             if thread is not None:
-                conversation.follow_up_pages(thread, pages, len(doc.pages))
+                rules.follow_up_pages(thread, pages, len(doc.pages))
         except OtherPages as exc:
             self.answer_view.fail(exc.in_app, exc.remedy)
             return False
@@ -564,32 +406,7 @@ class AskPanel(QWidget):
 
     def _on_answer_events(self, batch: list[Any]) -> None:
         """A batch of events from the worker: text deltas are joined, rendered once."""
-        answer: list[str] = []
-        reasoning: list[str] = []
-
-        def flush() -> None:
-            if reasoning:
-                self.answer_view.append_reasoning("".join(reasoning))
-                reasoning.clear()
-            if answer:
-                self.answer_view.append_answer("".join(answer))
-                answer.clear()
-
-        for event in batch:
-            if isinstance(event, AnswerDelta):
-                if reasoning:
-                    flush()
-                answer.append(event.text)
-                self.tokens_received += 1
-            elif isinstance(event, ReasoningDelta):
-                if answer:
-                    flush()
-                reasoning.append(event.text)
-                self.tokens_received += 1
-            else:
-                flush()
-                self._on_answer_event(event)
-        flush()
+        self.tokens_received += show_batch(batch, self.answer_view, self._on_answer_event)
 
     def _on_answer_event(self, event: Any) -> None:
         doc = self.document
@@ -653,47 +470,13 @@ class AskPanel(QWidget):
 
     # --- threads (follow-up questions) --------------------------------------------------
 
-    def _make_conversation(self) -> QWidget:
-        """The thread's header (with New thread), its earlier turns, the current answer."""
-        self.thread_label = QLabel()
-        self.thread_label.setObjectName("threadLabel")
-        self.thread_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.new_thread_button = QPushButton("New thread")
-        self.new_thread_button.setObjectName("newThread")
-        self.new_thread_button.setToolTip(
-            "Start a new conversation: the next question is asked without the earlier ones (Ctrl+N)"
-        )
-        self.new_thread_button.clicked.connect(self._on_new_thread_button_clicked)
-        self.thread_view = ThreadView()
-        self.thread_view.citation_clicked.connect(self.citation_clicked)
-        header = QHBoxLayout()
-        header.addWidget(self.thread_label, 1)
-        header.addWidget(self.new_thread_button)
-        inner = QSplitter(Qt.Orientation.Vertical)
-        inner.setObjectName("threadSplitter")
-        inner.addWidget(self.thread_view)
-        inner.addWidget(self.answer_view)
-        inner.setStretchFactor(0, 2)
-        inner.setStretchFactor(1, 3)
-        inner.setChildrenCollapsible(False)
-        box = QWidget()
-        layout = QVBoxLayout(box)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(header)
-        layout.addWidget(inner, 1)
-        return box
+    @property
+    def current_thread(self) -> Thread | None:
+        """The conversation a question continues; None: the next question starts a thread."""
+        return self.conversation.current
 
     def _set_thread(self, thread: Thread | None) -> None:
-        self.current_thread = thread
-        turns = len(thread.turns) if thread is not None else 0
-        if thread is None or not turns:
-            self.thread_label.setText("New thread: the next question starts a conversation")
-        else:
-            self.thread_label.setText(
-                f"Thread of {turns} question{'s' if turns != 1 else ''}: "
-                "the next question follows up"
-            )
-        self.new_thread_button.setEnabled(thread is not None and not self.busy)
+        self.conversation.set_thread(thread, self.busy)
 
     def _show_thread(self, thread: Thread) -> None:
         """A loaded thread: earlier turns above, the latest one as the current answer."""
@@ -736,7 +519,7 @@ class AskPanel(QWidget):
         once, so a question typed right after it follows up."""
         # The turns the question was asked after: the core put exactly these before it.
         asked = self._question.thread if self._question is not None else None
-        self._show_thread(conversation.with_turn(asked, thread_id, answer))
+        self._show_thread(rules.with_turn(asked, thread_id, answer))
 
     def open_answer(self, answer: StoredAnswer) -> None:
         """Show a stored answer about the open document and continue its thread (a search
@@ -756,11 +539,7 @@ class AskPanel(QWidget):
         found = self.session.store.thread_with_answer(answer.id)  # one indexed query
         if found is None:
             return  # not a turn (stopped or failed): the conversation stays as it was
-        self._show_thread(conversation.up_to(found, answer.id))
-
-    @Slot()
-    def _on_new_thread_button_clicked(self) -> None:
-        self.new_thread()
+        self._show_thread(rules.up_to(found, answer.id))
 
     def new_thread(self) -> None:
         """Start afresh: no earlier turns shown or sent; the next question opens a thread."""
@@ -776,39 +555,8 @@ class AskPanel(QWidget):
     # --- quote checks -------------------------------------------------------------------
 
     def check_quotes(self, answer: StoredAnswer) -> None:
-        """Check a complete answer's quotes against the pages; the line under the answer.
-
-        Pure Python over the page texts: at once for a short document, in a worker for a
-        long one (the first check normalises every page's text)."""
-        doc = self.document
-        if doc is None or answer.status != "complete" or not answer.answer:
-            return
-        if not self._page_chars:
-            self._page_chars = sum(len(p.text) for p in doc.pages)
-
-        def job() -> list[QuoteCheck]:
-            # As the CLI does: the checks the core stored with the answer.
-            return quote_marks.check_quotes(answer, doc)
-
-        def show(checks: list[QuoteCheck]) -> None:
-            # Still the same answer about the same document on screen?
-            shown = self.answer_view.answer
-            if self.document is doc and shown is not None and shown.id == answer.id:
-                self.answer_view.show_quote_checks(checks, doc.pages)
-
-        if answer.citations is not None or (  # stored with the answer: read at once
-            self._page_chars <= QUOTE_CHECK_INLINE_CHARS
-            and len(answer.answer) <= QUOTE_CHECK_INLINE_ANSWER_CHARS
-        ):
-            show(job())
-        else:
-            tasks.run_call(
-                job,
-                receiver=self,
-                success=show,
-                failure=lambda exc: log.warning("checking quotes failed: %s", exc),
-                name="check quotes",
-            )
+        """Check a complete answer's quotes against the pages; the line under the answer."""
+        self.quote_checks.check(answer)
 
     @Slot(object)
     def _on_answer_view_action_requested(self, remedy: Remedy) -> None:
@@ -825,64 +573,29 @@ class AskPanel(QWidget):
 
     def current_answer_markdown(self) -> str | None:
         """The shown answer as Markdown, or None."""
-        answer = self.answer_view.answer
-        doc = self.document
-        if answer is None or doc is None:
-            return None
-        return answer_markdown(answer, doc.title, len(doc.pages))
+        return self.exporter.answer_markdown()
 
     def history_as_markdown(self) -> str | None:
         """Every answer about the document as Markdown, or None."""
-        doc = self.document
-        if doc is None:
-            return None
-        return history_markdown(doc.title, doc.path, self.history, len(doc.pages))
+        return self.exporter.history_markdown()
 
     def copy_answer(self) -> None:
         """Put the shown answer on the clipboard as Markdown."""
-        text = self.current_answer_markdown()
-        if text is not None:
-            QApplication.clipboard().setText(text)
-            messages.info("Copied the answer as Markdown.")
+        self.exporter.copy()
 
     @Slot()
     def _on_answer_view_export_requested(self) -> None:
-        menu = QMenu(self)
-        menu.addAction("This answer…", lambda: self.export(whole_history=False))
-        menu.addAction("All questions about this document…", lambda: self.export(True))
-        menu.exec(
-            self.answer_view.export_button.mapToGlobal(
-                self.answer_view.export_button.rect().bottomLeft()
-            )
-        )
+        self.exporter.menu(self.answer_view.export_button)
 
     def export(self, whole_history: bool) -> None:
         """Save the answer or the history as a Markdown file chosen by the user."""
-        text = self.history_as_markdown() if whole_history else self.current_answer_markdown()
-        if text is None or self.document is None:
-            return
-        stem = Path(self.document.path).stem or "longdoc"
-        suggested = f"{stem}-{'questions' if whole_history else 'answer'}.md"
-        path, _ = QFileDialog.getSaveFileName(
-            self, "Export as Markdown", suggested, "Markdown (*.md)"
-        )
-        if not path:
-            return
-        try:
-            write_report(Path(path), text)
-        except LongdocError as exc:
-            messages.error(f"Could not save the export: {exc}", self, serious=True)
-            return
-        messages.info(f"Saved {path}.")
+        self.exporter.export(whole_history)
 
     def shutdown(self, timeout_ms: int = 10_000) -> None:
         """Stop a running answer and wait until the core has stored it (window closing)."""
         # No count may start or draw into the closed window (the debounce timer included).
         self._closed = True
-        self._budget_timer.stop()
-        if self._budget_task is not None:
-            self._budget_task.detach()
-            self._budget_dirty = False
+        self.budget.stop()
         self.cancel_warm_up()
         running = [t for t in (self._task, *self._stopped) if t is not None and not t.done]
         for task in running:

@@ -42,7 +42,7 @@ from desktop.answering.budget import ContextLimits, document_budget, explain_lim
 from desktop.documents.model import Document
 from desktop.errors import DocumentError, plural
 from desktop.library import expand_paths, open_document
-from desktop.store.db import DocumentSummary, Store
+from desktop.session import DocumentSummary, Store
 from desktop.ui import messages, tasks
 from desktop.ui.search_results import SearchResults
 from desktop.ui.session import unanswerable_reason

@@ -34,13 +34,13 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.answering.budget import ContextLimits
+from desktop.answers import StoredAnswer
 from desktop.config import Settings, data_dir, load_settings, setting_sources
 from desktop.documents import SUPPORTED_SUFFIXES
 from desktop.documents.model import Document
 from desktop.errors import ConfigError
 from desktop.library import open_document
 from desktop.search import Hit
-from desktop.store.db import StoredAnswer
 from desktop.ui import messages, tasks
 from desktop.ui.ask_panel import AskPanel
 from desktop.ui.batch_window import BatchWindow

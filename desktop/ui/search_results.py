@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 
 from desktop import search
 from desktop.search import Hit, QueryError, SearchResult
-from desktop.store.db import Store
+from desktop.session import Store
 from desktop.ui import tasks
 
 log = logging.getLogger("longdoc.ui.search")
