@@ -34,6 +34,8 @@ bench: $(VENV)/.test-installed
 	$(BIN)/python bench/bench_tokens.py
 	$(BIN)/python bench/bench_warm.py
 	$(BIN)/python bench/bench_quotes.py
+	$(BIN)/python bench/bench_compare.py
+	$(BIN)/python bench/bench_sets.py
 	$(BIN)/python bench/bench_batch.py
 	$(BIN)/python bench/bench_docx.py
 	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_ui_stream.py

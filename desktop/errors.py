@@ -302,6 +302,38 @@ class DocumentTooLarge(DocumentError):
         )
 
 
+class SetTooLarge(LongdocError):
+    """A set of documents does not fit the server's limits: names each document's tokens.
+
+    ``documents`` is (letter, path, tokens) for each document in order; ``remedy`` says
+    what would fit (dropping a document, or a range), from ``desktop.answering.service``.
+    """
+
+    exit_code = EXIT_DOCUMENT
+
+    remedy = Remedy.CHOOSE_PAGES
+
+    def __init__(
+        self,
+        documents: list[tuple[str, Path | str, int]],
+        needed: int,
+        *,
+        limit: str,
+        remedy: str,
+    ) -> None:
+        self.documents = documents
+        self.needed = needed
+        self.limit = limit
+        self.remedy_text = remedy  # the CLI's words for what would fit
+        each = ", ".join(
+            f"{letter} {display_path(path)} {tokens:,}" for letter, path, tokens in documents
+        )
+        super().__init__(
+            f"these {len(documents)} documents ({each} tokens) need {needed:,} prompt "
+            f"tokens together but {limit}; {remedy}."
+        )
+
+
 def suggest_page_end(pages: int, needed: int, available: int) -> int:
     """A rough last page for a range that fits, assuming evenly sized pages."""
     if needed <= 0 or pages <= 1:

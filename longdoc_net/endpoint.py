@@ -14,6 +14,7 @@ Shared by the app's core and the server manager (neither imports the other):
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
 import urllib.error
@@ -86,7 +87,8 @@ def get(url: str, api_key: str = "", timeout: float = TIMEOUT_S) -> Reply:
     except TimeoutError:
         # A long prefill can starve the HTTP loop: that is "busy", reported as 408.
         return Reply(408)
-    except (urllib.error.URLError, OSError, ValueError):
+    # HTTPException: a server killed mid-answer leaves a short body (IncompleteRead).
+    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError):
         return Reply(0)
 
 

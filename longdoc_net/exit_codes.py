@@ -47,17 +47,23 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         "storage problem: the disk is full, the data directory is not writable (or "
         "read-only), the database is damaged, or it is in use by another process (`reset-db`)",
     ),
-    ExitCode(EXIT_USAGE, "usage: bad arguments or settings"),
+    ExitCode(
+        EXIT_USAGE,
+        "usage: bad arguments or settings (also: a question that names a file, the same "
+        "document twice in a set or a compare, fewer than two documents for compare, a "
+        "--pages letter that names no document of the set)",
+    ),
     ExitCode(
         EXIT_DOCUMENT,
         "document problem: unreadable, not a regular file, encrypted, no text, too large "
         "to read (text over 64 MiB, a decompression bomb) or for the context (or a "
-        "follow-up thread that no longer fits)",
+        "follow-up thread that no longer fits, or a set of documents too large: the refusal "
+        "names each document's tokens)",
     ),
     ExitCode(
         EXIT_SERVER_UNAVAILABLE,
         "server unreachable, still loading, refusing the API key, or answering with a "
-        "redirect (never followed)",
+        "redirect (never followed); compare prints its changes first",
     ),
     ExitCode(
         EXIT_REQUEST_FAILED,

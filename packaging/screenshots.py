@@ -5,7 +5,8 @@
 (or ``make screenshots``; under Xvfb, drop QT_QPA_PLATFORM). Uses a temporary
 LONGDOC_HOME, so your own library and settings are untouched. Writes: 01-first-run,
 02-document, 03-streaming, 04-quote-marks, 05-prefill, 06-cached, 07-over-budget,
-08-server, 09-settings, 10-thread, 11-citation-highlight (.png).
+08-server, 09-settings, 10-thread, 11-citation-highlight, 12-ask-about-these-documents,
+13-compare (.png).
 """
 
 from __future__ import annotations
@@ -41,7 +42,30 @@ from desktop.ui.main_window import MainWindow  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "pdf-samples"
 GEOTOPO = CORPUS / "009-pdflatex-geotopo" / "GeoTopo-komprimiert.pdf"
+FOUR_PAGES = CORPUS / "004-pdflatex-4-pages" / "pdflatex-4-pages.pdf"
+# Two versions of a short agreement for the Compare window: an amount and a term changed,
+# a clause added, one removed, one moved, and the text reflowed.
+DRAFT = [
+    "1. Scope. The Supplier delivers widgets to the Buyer as listed in the schedule.",
+    "2. Price. The Buyer pays EUR 40,000 a year, invoiced quarterly in advance.",
+    "3. Term. This agreement runs for 24 months from the effective date.",
+    "4. Audit. The Buyer may audit the Supplier's records once a year on notice.",
+    "5. Notices. Notices are given in writing to the addresses in the schedule.",
+    "6. Law. This agreement is governed by the laws of Ireland.",
+]
+SIGNED = [
+    DRAFT[0],
+    DRAFT[1].replace("40,000", "45,000"),
+    DRAFT[2].replace("24", "36"),
+    "3a. Service levels. The Supplier meets the service levels in Annex B.",
+    DRAFT[5],
+    DRAFT[4],
+]
 KEY = "screenshots"
+COMPARE_ANSWER = (
+    'The price rises: "The Buyer pays EUR 40,000 a year" [A p. 1] is now "The Buyer pays '
+    'EUR 45,000 a year" [B p. 1], and the term is longer: "runs for 36 months" [B p. 1].'
+)
 SIZE = (1440, 900)
 # Prompt tokens per second the fake server prefills: GeoTopo takes a few seconds.
 PREFILL_RATE = 12_000
@@ -232,6 +256,33 @@ def main() -> int:
             spin(lambda: not panel.busy, 30)
         spin(lambda: False, 0.3)
         shoot(window, out, "10-thread")
+
+        # Several documents: a set of two in its own window, then two versions compared.
+        window.add_paths([FOUR_PAGES])
+        spin(lambda: window.library.model.total == 2 and not window.library.ingesting)
+        window.library.view.selectAll()
+        window.library.set_ask_button.click()
+        spin(lambda: len(window.several.windows) == 1)
+        set_window = window.several.windows[0]
+        spin(lambda: bool(set_window.share_bar.shares))
+        set_window.question_edit.setPlainText("What do these two documents have in common?")
+        set_window.ask()
+        spin(lambda: set_window.quotes_label.text() != "", 60)
+        shoot(set_window, out, "12-ask-about-these-documents")
+        set_window.close()
+        folder = Path(tempfile.mkdtemp())
+        draft, signed = folder / "draft.txt", folder / "signed.txt"
+        draft.write_text("\n".join(DRAFT) + "\n", encoding="utf-8")
+        signed.write_text("\n".join(SIGNED) + "\n", encoding="utf-8")
+        server.behave(answer_text=COMPARE_ANSWER)
+        window.several.compare_paths(draft, signed)
+        spin(lambda: len(window.several.windows) == 1)
+        compare = window.several.windows[0]
+        spin(lambda: compare.quotes_label.text() != "", 60)
+        compare.change_list.setCurrentRow(0)
+        spin(lambda: False, 0.5)
+        shoot(compare, out, "13-compare")
+        compare.close()
 
         window.show_server_panel()
         assert window.server_panel is not None

@@ -8,7 +8,8 @@ Extension points: fields that only some answers have are emitted only when prese
 single-document answer's JSON stays as it was. A set of documents passes ``documents``
 (each from :func:`document_json`); a document's ``warnings`` and ``unread_pages`` are
 ``document_json``'s optional arguments; a set's citations carry ``document`` and
-``found_in`` (:func:`citation_json`).
+``found_in`` (:func:`citation_json`), and with ``documents`` also the cited document's
+``path`` and ``sha256``.
 """
 
 from __future__ import annotations
@@ -100,6 +101,20 @@ def ask_json(
         "citations": citations_json(checks),
         "thread_id": stored.thread_id,
     }
+    if documents is not None:
+        data["citations"] = set_citations_json(checks, documents)
     if answer.truncated:  # only then, so every other answer's object stays as it was
         data["truncated"] = True
     return data
+
+
+def set_citations_json(
+    checks: Sequence[CitationCheck], documents: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """A set's checked citations, each also naming the cited document's ``path`` and
+    ``sha256`` (``documents``: each with its ``letter``, from :func:`document_json`)."""
+    files = {d.get("letter"): (d["path"], d["sha256"]) for d in documents}
+    items = citations_json(checks)
+    for item in items:
+        item["path"], item["sha256"] = files.get(item.get("document"), (None, None))
+    return items

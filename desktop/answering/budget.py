@@ -11,11 +11,15 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from desktop.answering.pages import PageRange, format_range
 from desktop.config import MIN_ANSWER_RESERVE
 from desktop.documents.model import Document, Page
-from desktop.errors import DocumentTooLarge
+from desktop.errors import DocumentTooLarge, SetTooLarge
+
+if TYPE_CHECKING:
+    from desktop.answering.sets import DocumentSet
 
 
 class Limit(StrEnum):
@@ -199,4 +203,30 @@ def refusal(doc: Document, selected: PageRange, budget: Budget) -> DocumentTooLa
         limit=explain_limit(budget),
         remedy=remedy(budget, doc.pages, selected),
         suggested=None if fit is None else (fit.first, fit.last),
+    )
+
+
+def set_refusal(docset: DocumentSet, shares: dict[str, int], budget: Budget) -> SetTooLarge:
+    """The one refusal of a set that does not fit: each document's tokens (``shares``, its
+    block in the prompt), the binding limit, and what would fit: a document to drop, or a
+    range of the largest."""
+    over = budget.overflow
+    options = []
+    droppable = [m.letter for m in docset.members if shares[m.letter] >= over]
+    if droppable:
+        options.append(f"drop document {' or '.join(droppable[-3:])}")
+    largest = max(docset.members, key=lambda m: shares[m.letter])
+    allowed = shares[largest.letter] - over
+    pages = largest.pages.last - largest.pages.first + 1
+    if allowed > 0 and pages > 1:
+        count = max(1, min(pages - 1, int(pages * allowed / shares[largest.letter] * 0.95)))
+        last = largest.pages.first + count - 1
+        text = format_range(largest.document.pages, largest.pages.first, last)
+        options.append(f"ask about part of {largest.letter}, e.g. --pages {largest.letter}:{text}")
+    return SetTooLarge(
+        [(m.letter, m.document.path, shares[m.letter]) for m in docset.members],
+        budget.prompt_tokens,
+        limit=explain_limit(budget),
+        remedy="; or ".join(options)
+        or "ask about fewer documents, or use a server with a longer context",
     )

@@ -279,11 +279,16 @@ def set_cacheable_prefix(docset: DocumentSet) -> str:
     return f"{IM_START}system\n{set_system_message(docset)}{IM_END}\n{USER_TURN_OPEN}"
 
 
+@functools.lru_cache(maxsize=1)
+def _set_instructions_tokens() -> int:
+    """Tokens of a set's system turn before its first document (the instructions)."""
+    return len(tokens.encode_with_special(f"{IM_START}system\n{SET_SYSTEM_PROMPT}\n\n"))
+
+
 @functools.lru_cache(maxsize=256)
 def _set_head_tokens(letter: str, title: str) -> int:
-    """Tokens of the set's system turn before its first document's first page."""
-    text = f"{IM_START}system\n{SET_SYSTEM_PROMPT}\n\n{block_head(title, letter)}"
-    return len(tokens.encode_with_special(text))
+    """Tokens of the first document's block head (after the instructions' paragraph break)."""
+    return len(tokens.encode_with_special(block_head(title, letter)))
 
 
 @functools.lru_cache(maxsize=256)
@@ -310,7 +315,13 @@ def set_system_turn_tokens(docset: DocumentSet) -> int:
     Every joint (a head before ``[Page``, a close before ``<document``) falls where the
     pre-tokenizer always splits, so the sum is exact (tests/unit/answering/test_sets.py checks it).
     """
-    return sum(document_share(docset, m.letter) for m in docset.members) + _tail_tokens()
+    shares = sum(document_share(docset, m.letter) for m in docset.members)
+    return _set_instructions_tokens() + shares + _tail_tokens()
+
+
+def set_prefix_tokens(docset: DocumentSet) -> int:
+    """Exact tokens of :func:`set_cacheable_prefix`."""
+    return set_system_turn_tokens(docset) + len(tokens.encode_with_special(USER_TURN_OPEN))
 
 
 def count_set_prompt_tokens(

@@ -16,13 +16,15 @@ scanned pages are named as unread in the answer's warnings instead.
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import urllib.error
 import urllib.request
 from typing import Any
 
 from desktop.answering.pages import PageRange
-from desktop.answering.prompt import build_messages, render_chat
+from desktop.answering.prompt import build_messages, build_set_messages, render_chat
+from desktop.answering.sets import DocumentSet
 from desktop.documents import tokens
 from desktop.documents.layout import DOCUMENT_OPEN, ambiguous_labels, anchor
 from desktop.documents.model import Document
@@ -39,6 +41,11 @@ IMAGE_NOTE = (
     "For this document the text is in the first user message, not here. Pages that are "
     "scanned images are given as images right after their [Page ...] marker: read them "
     "like the other pages and cite them the same way."
+)
+SET_IMAGE_NOTE = (
+    "Here the documents are in the first user message, not here. Pages that are scanned "
+    "images are given as images right after their [Page ...] marker: read them like the "
+    "other pages and cite them the same way."
 )
 
 
@@ -86,7 +93,8 @@ def reads_images(url: str, api_key: str) -> bool:
     try:
         with urlopen(request, timeout=INFO_TIMEOUT_S) as response:
             data = json.loads(response.read())
-    except (urllib.error.URLError, OSError, ValueError):
+    # HTTPException: a server killed mid-answer leaves a short body (IncompleteRead).
+    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError):
         return False  # not SGLang, or too old to say: send text only
     return isinstance(data, dict) and data.get("has_image_understanding") is True
 
@@ -163,3 +171,38 @@ def _image_part_tokens(part: dict[str, Any]) -> int:
     if size is None:
         raise ValueError("image parts must be PNG data URLs")
     return image_tokens(*size)
+
+
+def build_set_image_messages(
+    docset: DocumentSet, question: str, images: dict[str, dict[int, PageImage]]
+) -> list[dict[str, Any]]:
+    """A set's messages when some of its documents have scanned pages: instructions
+    (system), every document with its page images in place (user), the question (user).
+
+    As for one document; the blocks stay in set order, so this cannot keep an appended
+    document's prefix when an earlier document's images move the block out of the system
+    turn (the README says so).
+    """
+    system, asked = build_set_messages(docset, question)
+    instructions, _, rest = system["content"].partition("\n\n<document id=")
+    blocks = "<document id=" + rest
+    starts = [blocks.index(f'<document id="{m.letter}">') for m in docset.members]
+    ends = [*starts[1:], len(blocks)]
+    parts: list[dict[str, Any]] = []
+    for m, a, b in zip(docset.members, starts, ends, strict=True):
+        block = blocks[a:b]
+        found = images.get(m.letter)
+        pieces = (
+            _document_parts(m.document, block, m.pages, found)
+            if found
+            else [{"type": "text", "text": block}]
+        )
+        if parts and parts[-1]["type"] == "text" and pieces[0]["type"] == "text":
+            parts[-1] = {"type": "text", "text": parts[-1]["text"] + pieces[0]["text"]}
+            pieces = pieces[1:]
+        parts.extend(pieces)
+    return [
+        {"role": "system", "content": f"{instructions}\n\n{SET_IMAGE_NOTE}"},
+        {"role": "user", "content": parts},
+        {"role": "user", "content": asked["content"]},
+    ]

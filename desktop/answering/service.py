@@ -14,8 +14,13 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from desktop.answering.budget import Budget, ContextLimits, plan_budget, refusal
-from desktop.answering.citations import check_answer, current_checks
+from desktop.answering.budget import Budget, ContextLimits, plan_budget, refusal, set_refusal
+from desktop.answering.citations import (
+    check_answer,
+    check_set_answer,
+    current_checks,
+    current_set_checks,
+)
 from desktop.answering.client import (
     ChatClient,
     ModelInfo,
@@ -36,15 +41,22 @@ from desktop.answering.events import (
 from desktop.answering.prefill import CACHE_TRUST_S
 from desktop.answering.prompt import (
     PROMPT_VERSION,
+    SET_PROMPT_VERSION,
     PageRange,
     build_messages,
+    build_set_messages,
     cacheable_prefix,
     count_prompt_tokens,
+    count_set_prompt_tokens,
+    document_share,
     full_range,
     prefix_tokens,
+    set_cacheable_prefix,
+    set_prefix_tokens,
 )
 from desktop.answering.scans import (
     build_image_messages,
+    build_set_image_messages,
     count_image_prompt_tokens,
     damaged_pages,
     page_images,
@@ -52,7 +64,13 @@ from desktop.answering.scans import (
     scanned_pages,
     unread_warning,
 )
-from desktop.answering.threads import Thread, history_key, history_messages
+from desktop.answering.sets import DocumentSet
+from desktop.answering.threads import (
+    Thread,
+    history_key,
+    history_messages,
+    set_thread_key,
+)
 from desktop.answering.warmup import ROUTES, Prefilled, Route, RouteMissing, prefill
 from desktop.answers import AnswerKey, AnswerStatus, CheckedCitations, StoredAnswer
 from desktop.config import Settings
@@ -70,6 +88,7 @@ from desktop.errors import (
     ServerError,
     ServerUnavailable,
     StreamBroken,
+    ThreadTooLong,
     UsageError,
 )
 from desktop.store.db import EndpointModel, NewTurn, Store
@@ -225,9 +244,33 @@ class Question:
     thread: Thread | None = None  # a follow-up continues this thread; None starts a new one
     # Also ask the server to count the prompt (/v1/tokenize); the budget uses the larger.
     check_tokens: bool = False
+    # A question about a set of documents (``document`` is then its first document, and
+    # ``pages`` is unused: each member carries its range).
+    docset: DocumentSet | None = None
+    # A quote that repeats the question is not checked (it restates it, not the document),
+    # unless the question itself quotes the documents (compare's change list).
+    quotes_in_question: bool = False
+
+    @property
+    def subject_for_threads(self) -> str:
+        """What its thread is stored under: the document's sha256, or the set's documents
+        in order (a follow-up keeps the thread's ranges, see threads.keep_set_ranges)."""
+        return self.document.sha256 if self.docset is None else set_thread_key(self.docset)
+
+    @property
+    def subject(self) -> str:
+        """What the answer cache and threads key it on: the document's sha256 or the set's key."""
+        return self.docset.key if self.docset is not None else self.document.sha256
 
     def page_range(self) -> PageRange:
-        """The selected pages, defaulting to all (a follow-up: the thread's pages)."""
+        """The selected pages, defaulting to all (a follow-up: the thread's pages).
+
+        For a set: 1 to the number of pages asked about over all its documents.
+        """
+        if self.docset is not None:
+            if self.thread is not None and self.thread.document_sha != set_thread_key(self.docset):
+                raise UsageError(f"Thread {self.thread.id} is about other documents.")
+            return PageRange(1, max(self.docset.page_count, 1))
         if self.thread is not None:
             check_document(self.thread, self.document)
             return follow_up_pages(self.thread, self.pages, len(self.document.pages))
@@ -358,10 +401,10 @@ class Answerer:
         """The answer-cache key for a question."""
         pages = question.page_range()
         return AnswerKey(
-            document_sha=question.document.sha256,
+            document_sha=question.subject,
             question=question.text.strip(),
             model=model,
-            prompt_version=PROMPT_VERSION,
+            prompt_version=PROMPT_VERSION if question.docset is None else SET_PROMPT_VERSION,
             thinking=question.thinking,
             first_page=pages.first,
             last_page=pages.last,
@@ -431,6 +474,74 @@ class Answerer:
                 self._counted[doc.sha256] = doc
         return text_only, count
 
+    def set_prompt(
+        self,
+        docset: DocumentSet,
+        question: str,
+        thinking: bool,
+        history: list[dict[str, str]] | None = None,
+    ) -> tuple[list[dict[str, Any]], int, list[str]]:
+        """A set's messages, Longdoc's exact count of them, and warnings (unread scans).
+
+        Scanned pages go as images, in their place in each document, when the server reads
+        images; else they are named unread per document.
+        """
+        history = history or []
+        scanned = {m.letter: scanned_pages(m.document, m.pages) for m in docset.members}
+        warnings: list[str] = []
+        if any(scanned.values()):
+            if self.reads_images():
+                images = {
+                    m.letter: page_images(m.document, scanned[m.letter])
+                    for m in docset.members
+                    if scanned[m.letter]
+                }
+                with_images = build_set_image_messages(docset, question, images)
+                with_images[-1:-1] = history
+                return with_images, count_image_prompt_tokens(with_images, thinking), warnings
+            for m in docset.members:
+                if scanned[m.letter]:
+                    warnings.append(f"{m.letter}: {unread_warning(scanned[m.letter], m.document)}")
+        unsaved = [m.document for m in docset.members if not counts_current(m.document)]
+        messages: list[dict[str, Any]] = list(build_set_messages(docset, question, history))
+        count = count_set_prompt_tokens(docset, question, thinking, history)
+        with self._lock:
+            for doc in unsaved:
+                self._counted[doc.sha256] = doc
+        return messages, count, warnings
+
+    def _plan_set(self, question: Question, docset: DocumentSet) -> Plan:
+        """``plan`` for a set: each document whole (or its range), one budget over all."""
+        info = self.model()
+        limits = self.limits()
+        reserve = question.max_tokens or self.settings.answer_reserve
+        history = question.history()
+        reads = None
+        for m in docset.members:
+            if scanned_pages(m.document, m.pages):
+                reads = self.reads_images() if reads is None else reads
+                if reads:
+                    continue
+            require_text(m.document, m.pages.first, m.pages.last)
+        messages, local, warnings = self.set_prompt(
+            docset, question.text, question.thinking, history
+        )
+        server = (
+            self.client.count_tokens(messages, info.id, question.thinking)
+            if question.check_tokens
+            else None
+        )
+        budget = plan_budget(max(local, server or 0), limits, reserve)
+        budget.warnings.extend(warnings)
+        if not budget.fits and question.thread is not None and history:
+            _, alone, _ = self.set_prompt(docset, question.text, question.thinking)
+            self._refuse_thread(question, alone, budget.prompt_tokens, budget, reserve)
+        if not budget.fits:
+            shares = {m.letter: document_share(docset, m.letter) for m in docset.members}
+            raise set_refusal(docset, shares, budget)
+        key = self.cache_key(question, info.id, reserve)
+        return Plan(question, question.page_range(), info.id, messages, budget, key, local, server)
+
     def plan(self, question: Question) -> Plan:
         """Count the prompt exactly and fit it to the server's limits, or raise DocumentTooLarge.
 
@@ -438,6 +549,8 @@ class Answerer:
         """
         if not question.text.strip():
             raise UsageError("The question is empty.")
+        if question.docset is not None:
+            return self._plan_set(question, question.docset)
         info = self.model()
         limits = self.limits()
         doc = question.document
@@ -489,6 +602,25 @@ class Answerer:
         except LongdocError:
             log.debug("could not store the page counts", exc_info=True)
 
+    def _refuse_thread(
+        self, question: Question, alone: int, needed: int, budget: Budget, reserve: int
+    ) -> None:
+        """Raise ThreadTooLong when only the earlier turns make the prompt too long
+        (``alone``: the prompt's tokens without them)."""
+        assert question.thread is not None
+        if plan_budget(alone, budget.limits, reserve).fits:
+            raise ThreadTooLong(
+                question.document.path
+                if question.docset is None
+                else ", ".join(m.document.path for m in question.docset.members),
+                question.thread.id,
+                len(question.thread.turns),
+                needed,
+                budget.prompt_limit,
+                budget.context_length,
+                alone,
+            )
+
     def _turn(self, question: Question) -> NewTurn:
         """Where a complete answer to ``question`` goes: the thread's next turn (a new
         thread for a first question)."""
@@ -496,7 +628,7 @@ class Answerer:
         thread = question.thread
         return NewTurn(
             thread.id if thread is not None else None,
-            question.document.sha256,
+            question.subject_for_threads,
             pages.first,
             pages.last,
             tuple(t.id for t in thread.turns) if thread is not None else (),
@@ -505,7 +637,11 @@ class Answerer:
     def _serve_hit(self, question: Question, hit: StoredAnswer) -> Stored:
         """A cache hit joins the thread; citations checked by an older matcher are checked
         again and stored in the same transaction."""
-        checked = current_checks(hit, question.document)
+        checked = (
+            current_checks(hit, question.document)
+            if question.docset is None
+            else current_set_checks(hit, question.docset)
+        )
         fresh = checked if checked is not hit.citations else None
         turn = self._turn(question)
         thread_id = self.store.add_turn(
@@ -575,8 +711,20 @@ class Answerer:
         self, doc: Document, pages: PageRange, size: int, timeout: float, cancel: threading.Event
     ) -> Warmed | None:
         """The exact prefix through the engine's raw-prompt route; None when it has none."""
+        key = (doc.sha256, pages.first, pages.last)
+        return self._prewarm_prompt(cacheable_prefix(doc, pages), key, size, timeout, cancel)
+
+    def _prewarm_prompt(
+        self,
+        prompt: str,
+        key: tuple[str, int, int],
+        size: int,
+        timeout: float,
+        cancel: threading.Event,
+    ) -> Warmed | None:
+        """A raw prompt (a document's or a set's prefix) through the engine's raw-prompt
+        route, remembered as warm under ``key``; None when the engine has no such route."""
         info = self.model()
-        prompt = cacheable_prefix(doc, pages)
         granularity = self.client.facts().granularity
         for route in self._warm_routes():
             try:
@@ -595,7 +743,7 @@ class Answerer:
                         self._routes.remove(route)
                 continue
             with self._lock:
-                self._warm.add((doc.sha256, pages.first, pages.last))
+                self._warm.add(key)
             return Warmed(
                 size, done.prompt_tokens, done.cached_tokens, route, done.seconds, granularity
             )
@@ -611,29 +759,36 @@ class Answerer:
         Never a chat request (a question stays one chat request); a prefix is known warm
         when it was warmed here, or an earlier answer on this endpoint reused it.
         """
-        doc, pages = question.document, plan.pages
-        key = (doc.sha256, pages.first, pages.last)
+        doc, pages, docset = question.document, plan.pages, question.docset
+        key = (question.subject, pages.first, pages.last)
         with self._lock:
             if key in self._warm:
                 return
         facts = self.client.facts()
-        if not facts.keeps_hybrid_states or (scanned_pages(doc, pages) and self.reads_images()):
+        if not facts.keeps_hybrid_states:
             return
-        size = prefix_tokens(doc, pages)
-        if self._reused_before(doc, pages, size, facts.granularity):
+        members = docset.members if docset is not None else ()
+        scanned = any(scanned_pages(m.document, m.pages) for m in members) or (
+            docset is None and bool(scanned_pages(doc, pages))
+        )
+        if scanned and self.reads_images():
+            return  # page images go in a user turn: no raw text prefix to send
+        size = prefix_tokens(doc, pages) if docset is None else set_prefix_tokens(docset)
+        if self._reused_before(question.subject, pages, size, facts.granularity):
             with self._lock:
                 self._warm.add(key)
             return
         timeout = first_token_timeout(size, self.settings.min_prefill_rate)
+        prompt = cacheable_prefix(doc, pages) if docset is None else set_cacheable_prefix(docset)
         try:
-            self._prewarm_raw(doc, pages, size, timeout, cancel)
+            self._prewarm_prompt(prompt, key, size, timeout, cancel)
         except Cancelled:
             raise
         except LongdocError as exc:
             # The question itself goes on and reports whatever is wrong with the server.
             log.info("warm-up before the question failed: %s", exc)
 
-    def _reused_before(self, doc: Document, pages: PageRange, size: int, granularity: int) -> bool:
+    def _reused_before(self, subject: str, pages: PageRange, size: int, granularity: int) -> bool:
         """An answer on this endpoint about these pages reused the whole prefix, recently:
         the server held it then (a question alone leaves no state at the prefix's end)."""
         recent = time.time() - CACHE_TRUST_S
@@ -644,7 +799,7 @@ class Answerer:
             and a.created_at >= recent
             and a.cached_tokens is not None
             and a.cached_tokens >= size - slack
-            for a in self.store.answers_for(doc.sha256)
+            for a in self.store.answers_for(subject)
         )
 
     def _prewarm_chat(
@@ -703,7 +858,10 @@ class Answerer:
             return
         plan = self.plan(question)
         self.warm_first(question, plan, cancel)
-        extra = {"endpoint": self.endpoint.url, "pid": os.getpid()}
+        extra: dict[str, Any] = {"endpoint": self.endpoint.url, "pid": os.getpid()}
+        if question.docset is not None:
+            # What the set was (documents, order, ranges): a follow-up keeps its ranges.
+            extra["set"] = question.docset.spec()
         created_at = time.time()
         with self._lock:
             seen, counted = self._seen, tuple(self._counted.values())
@@ -726,7 +884,11 @@ class Answerer:
                 model=plan.model,
                 first_page=plan.pages.first,
                 last_page=plan.pages.last,
-                page_count=len(question.document.pages),
+                page_count=(
+                    len(question.document.pages)
+                    if question.docset is None
+                    else question.docset.page_count
+                ),
                 warnings=list(plan.budget.warnings),
                 unread_pages=list(plan.unread_pages),
                 document_warnings=list(plan.unread_warnings),
@@ -777,8 +939,20 @@ class Answerer:
             raise
         assert finished is not None
         status = status_for(finished.finish_reason)
-        checked = check_answer(
-            record.answer, question.document, plan.pages.first, plan.pages.last, plan.key.question
+        checked = (
+            check_answer(
+                record.answer,
+                question.document,
+                plan.pages.first,
+                plan.pages.last,
+                plan.key.question,
+            )
+            if question.docset is None
+            else check_set_answer(
+                record.answer,
+                question.docset,
+                "" if question.quotes_in_question else plan.key.question,
+            )
         )
         turn = self._turn(question) if status is AnswerStatus.COMPLETE else None
         thread_id = self._finish(

@@ -1,4 +1,4 @@
-"""``longdoc ask``: one question about one document, streamed to the terminal."""
+"""``longdoc ask``: one question about a document (or a set of them), streamed to the terminal."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from desktop.errors import (
 
 if TYPE_CHECKING:
     from desktop.answering.citations import CitationCheck
+    from desktop.answering.sets import DocumentSet
     from desktop.answering.threads import Thread
     from desktop.documents.model import Document
     from desktop.store.db import Store
@@ -37,17 +38,21 @@ def register(sub: Any) -> None:
     p = add_command(
         sub,
         "ask",
-        description="Ask a question about a whole document. The complete text (or the chosen "
-        "page range) goes to the model in one prompt; nothing is truncated. The answer streams "
-        "to stdout, the model's reasoning to stderr.",
+        description="Ask a question about a whole document, or about several at once. The "
+        "complete text (or the chosen page range) goes to the model in one prompt; nothing is "
+        "truncated. Several documents are lettered A, B, C... in the order given, each whole "
+        "in its own block, and cited with their letter ([B p. 4]). The last argument is always "
+        "the question. The answer streams to stdout, the model's reasoning to stderr.",
     )
-    p.add_argument("path", type=Path, metavar="PATH")
+    p.add_argument("path", type=Path, nargs="+", metavar="PATH")
     p.add_argument("question", metavar="QUESTION")
     p.add_argument(
         "--pages",
         metavar="RANGE",
+        action="append",
         help="only these pages: 1-120 (physical pages), iv..xii or A-1..A-9 (printed "
-        "labels, inclusive), or one printed label alone (A-2)",
+        "labels, inclusive), or one printed label alone (A-2); with several documents, "
+        "prefix the document's letter and repeat: --pages A:1-40 --pages B:iv..xii",
     )
     think = p.add_mutually_exclusive_group()
     think.add_argument(
@@ -136,14 +141,88 @@ def flag_quotes(checks: list[CitationCheck], doc: Document) -> str:
     return "\n> **Unverified quotes**\n>\n" + "\n".join(lines) + "\n"
 
 
+def flag_set_quotes(checks: list[CitationCheck], docset: DocumentSet) -> str:
+    """The "Unverified quotes" note of a set's answer: each quote with where it really is."""
+    from desktop.answering.citations import QuoteStatus
+
+    lines = []
+    for check in checks:
+        if check.quote is None or check.status is QuoteStatus.VERIFIED:
+            continue
+        quote = " ".join(check.quote.split())
+        quote = quote if len(quote) <= 80 else quote[:77] + "..."
+        cited = f" [{check.document} p. {check.label}]" if check.document and check.label else ""
+        member = docset.member(check.document or "")
+        if check.status is QuoteStatus.OTHER_PAGE and check.found_on and member is not None:
+            where = ", ".join(member.document.pages[n - 1].label for n in check.found_on[:3])
+            lines.append(f'> - "{quote}"{cited}: not on the cited page; found on p. {where}')
+        elif check.status is QuoteStatus.OTHER_DOCUMENT and check.found_in:
+            where = "; ".join(
+                f"{letter} p. " + ", ".join(_label(docset, letter, n) for n in pages[:3])
+                for letter, pages in check.found_in
+            )
+            lines.append(f'> - "{quote}"{cited}: not in that document; found in {where}')
+        else:
+            lines.append(f'> - "{quote}"{cited}: not found in the documents')
+    if not lines:
+        return ""
+    return "\n> **Unverified quotes**\n>\n" + "\n".join(lines) + "\n"
+
+
+def _label(docset: DocumentSet, letter: str, number: int) -> str:
+    member = docset.member(letter)
+    return member.document.pages[number - 1].label if member is not None else f"#{number}"
+
+
 def pick_thread(store: Store, doc: Document, args: argparse.Namespace) -> Thread | None:
     """The thread a follow-up continues (None: a new thread), by the conversation rules."""
     from desktop.answering.conversation import choose_thread
 
     thread = choose_thread(store, doc, args.thread, args.follow_up, display_path(args.path))
     if args.follow_up and thread is None:
-        print(f"No earlier thread on {args.path}: starting a new one.", file=sys.stderr)
+        print(
+            f"No earlier thread on {display_path(args.path)}: starting a new one.", file=sys.stderr
+        )
     return thread
+
+
+def pick_set_thread(
+    store: Store, docset: DocumentSet, args: argparse.Namespace
+) -> tuple[Thread | None, DocumentSet]:
+    """The thread a follow-up on a set continues, and the set with the thread's ranges."""
+    from desktop.answering.threads import keep_set_ranges, set_thread_key
+
+    key = set_thread_key(docset)
+    if args.thread is not None:
+        thread = store.get_thread(args.thread)
+        if thread is None:
+            raise UsageError(
+                f"There is no thread {args.thread}; `longdoc ask --json` prints each "
+                "answer's thread_id."
+            )
+        if thread.document_sha != key:
+            raise UsageError(
+                f"Thread {args.thread} is about other documents (or the same in another "
+                "order); use --follow-up to continue the last thread on these."
+            )
+    elif args.follow_up:
+        thread = store.last_thread(key)
+        if thread is None:
+            print("No earlier thread on these documents: starting a new one.", file=sys.stderr)
+            return None, docset
+    else:
+        return None, docset
+    return thread, keep_set_ranges(thread, docset, bool(args.pages))
+
+
+def check_question(args: argparse.Namespace) -> None:
+    """Refuse a command line whose last argument is a file rather than a question."""
+    question = Path(args.question).expanduser()
+    if args.question.strip() and question.is_file():
+        raise UsageError(
+            f"{display_path(args.question)} looks like a file: add a question as the last "
+            "argument (longdoc ask PATH [PATH...] QUESTION)."
+        )
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
@@ -154,31 +233,53 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from desktop.answering.pages import PageRange, describe, parse_range
     from desktop.answering.scans import damaged_pages
     from desktop.answering.service import Answerer, Question, resolve_endpoint
+    from desktop.answering.sets import build_set
     from desktop.cli.common import managed_server, open_store, warn
     from desktop.cli.ingest import json_path
     from desktop.cli.options import settings_from
     from desktop.library import open_document
 
+    check_question(args)
+    paths: list[Path] = list(args.path)
+    if len(paths) > 1 and args.pages and any(":" not in r for r in args.pages):
+        bare = next(r for r in args.pages if ":" not in r)
+        raise UsageError(
+            f"--pages {bare}: with several documents each range names its document's letter, "
+            "e.g. --pages A:1-40 --pages B:iv..xii."
+        )
     settings = settings_from(args)
     thinking = settings.thinking if args.thinking is None else args.thinking
     store = open_store()
     try:
-        doc, _ = open_document(args.path, store)
+        docs = [open_document(path, store)[0] for path in paths]
+        doc = docs[0]
+        args.path = paths[0]
         if not args.json:  # with --json they are the document's "warnings"
-            for note in doc.warnings:
-                warn(f"{display_path(args.path)}: {note}")
+            for path, each in zip(paths, docs, strict=True):
+                for note in each.warnings:
+                    warn(f"{display_path(path)}: {note}")
+        docset = build_set(docs, args.pages or ()) if len(docs) > 1 else None
         pages = None
-        if args.pages:
+        if docset is None and args.pages:
             try:
-                pages = parse_range(args.pages, doc.pages)
+                pages = parse_range(args.pages[-1], doc.pages)
             except ValueError as exc:
                 raise UsageError(f"{display_path(args.path)}: {exc}") from None
         answerer = Answerer(store, resolve_endpoint(settings, managed_server(settings)), settings)
-        thread = pick_thread(store, doc, args)
+        if docset is None:
+            thread = pick_thread(store, doc, args)
+        else:
+            thread, docset = pick_set_thread(store, docset, args)
         question = Question(
             doc, args.question, pages, thinking, not args.no_cache, args.max_tokens, thread
         )
+        question.docset = docset
         question.check_tokens = args.check_tokens
+        if docset is not None:
+            named = ", ".join(
+                f"{m.letter} {display_path(p)}" for m, p in zip(docset.members, paths, strict=True)
+            )
+            print(f"Asking about {len(docset)} documents: {named}.", file=sys.stderr)
         if thread is not None:
             print(
                 f"Follow-up in thread {thread.id} (turn {len(thread.turns) + 1}).",
@@ -198,7 +299,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
                         report_token_check(event.local_tokens, event.server_tokens)
                     for warning in event.warnings:
                         warn(warning)
-                    if (event.first_page, event.last_page) != (1, event.page_count):
+                    if docset is not None:
+                        for m in docset.members:
+                            if not m.whole:
+                                scope = describe(m.document.pages, m.pages)
+                                print(f"{m.letter}: {scope} only.", file=sys.stderr)
+                    elif (event.first_page, event.last_page) != (1, event.page_count):
                         scope = describe(doc.pages, PageRange(event.first_page, event.last_page))
                         print(f"Answering about {scope} only.", file=sys.stderr)
                 elif isinstance(event, ReasoningDelta) and not args.json:
@@ -238,11 +344,25 @@ def cmd_ask(args: argparse.Namespace) -> int:
         if args.json:
             # Unread pages: from what was sent, else (a cached answer) the damaged ones.
             unread = (
-                sent.unread_pages if sent is not None else damaged_pages(doc, question.page_range())
+                sent.unread_pages
+                if sent is not None
+                else damaged_pages(
+                    doc, docset.members[0].pages if docset else question.page_range()
+                )
             )
             notes = [*doc.warnings, *(sent.document_warnings if sent is not None else [])]
             document = document_json(doc, json_path(args.path), warnings=notes, unread_pages=unread)
-            print(json.dumps(ask_json(final, args.question, document), ensure_ascii=False))
+            documents = (
+                None
+                if docset is None
+                else [
+                    {"letter": m.letter}
+                    | document_json(m.document, json_path(p), warnings=m.document.warnings)
+                    for m, p in zip(docset.members, paths, strict=True)
+                ]
+            )
+            data = ask_json(final, args.question, document, documents=documents)
+            print(json.dumps(data, ensure_ascii=False))
         else:
             if final.from_cache:
                 if thinking and answer.reasoning:
@@ -257,7 +377,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 )
             if not answer.answer.endswith("\n"):
                 sys.stdout.write("\n")
-            sys.stdout.write(flag_quotes(checks, doc))
+            note = flag_quotes(checks, doc) if docset is None else flag_set_quotes(checks, docset)
+            sys.stdout.write(note)
             sys.stdout.flush()
             if final.thread_id is not None:
                 print(

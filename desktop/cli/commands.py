@@ -23,7 +23,12 @@ class Command(NamedTuple):
 # arguments; its EXIT_CODES (codes from desktop.errors) become the help's epilog.
 COMMANDS: tuple[Command, ...] = (
     Command("ingest", "desktop.cli.ingest", "extract, count and store documents"),
-    Command("ask", "desktop.cli.ask", "ask a question about a whole document"),
+    Command("ask", "desktop.cli.ask", "ask a question about a whole document, or several"),
+    Command(
+        "compare",
+        "desktop.cli.compare",
+        "what changed between two versions of a document, then the model's explanation",
+    ),
     Command(
         "summarize", "desktop.cli.summarize", "summarize every document in folders into one report"
     ),

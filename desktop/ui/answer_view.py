@@ -297,11 +297,12 @@ class AnswerView(QWidget):
         for button in (self.ask_again_button, self.copy_button, self.export_button):
             button.hide()
 
-    def start(self, question: str, scope: str) -> None:
+    def start(self, question: str, scope: str, keep_previous: bool = True) -> None:
         """A question was asked: show it and start the waiting clock. The answer shown so
-        far stays readable (marked as the previous one) until the new answer begins."""
+        far stays readable (marked as the previous one) until the new answer begins,
+        unless ``keep_previous`` is False (a follow-up: the thread above shows it)."""
         previous = self.answer.question if self.answer is not None else None
-        self.reset(keep_answer=previous is not None and self.writer.has_text)
+        self.reset(keep_answer=keep_previous and previous is not None and self.writer.has_text)
         if self._showing_previous and previous is not None:
             first_line = short_quote(previous, 80)
             self.previous_label.setText(

@@ -363,7 +363,9 @@ class AskPanel(QWidget):
         self.cancel_warm_up()  # the question prefills the document itself
         self._question = question
         self.tokens_received = 0
-        self.answer_view.start(text, scope)
+        # A follow-up shows the previous answer once: as the thread's latest turn above.
+        self.answer_view.start(text, scope, keep_previous=not (thread and thread.turns))
+        self.question_edit.clear()  # asked: the box is ready for the next question
         self.history_list.clearSelection()
         session = self.session
         task = tasks.run_stream(

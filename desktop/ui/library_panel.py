@@ -20,6 +20,7 @@ from PySide6.QtCore import (
     QModelIndex,
     QObject,
     QPersistentModelIndex,
+    QPoint,
     Qt,
     Signal,
     Slot,
@@ -31,6 +32,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QMenu,
     QPushButton,
     QStyle,
     QTableView,
@@ -342,6 +344,10 @@ class LibraryPanel(QWidget):
     document_selected = Signal(str)  # sha256
     document_opened = Signal(object)  # Document, just read or found in the store
     ingest_finished = Signal()
+    # Several documents selected: ask about them as a set, or compare two (sha256s, in
+    # library order).
+    set_ask_requested = Signal(list)
+    compare_requested = Signal(str, str)
 
     def __init__(self, store: Store, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -385,7 +391,10 @@ class LibraryPanel(QWidget):
         self.view.setShowGrid(False)
         self.view.setWordWrap(False)
         self.view.setAlternatingRowColors(True)
-        self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        # Extended: Ctrl/Shift-click selects several documents to ask about (or compare).
+        self.view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.view.customContextMenuRequested.connect(self._on_view_custom_context_menu_requested)
         self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.view.setHorizontalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
@@ -408,6 +417,7 @@ class LibraryPanel(QWidget):
             )
             header.resizeSection(column, width + 14)
         self.view.selectionModel().currentRowChanged.connect(self._on_view_current_row_changed)
+        self.view.selectionModel().selectionChanged.connect(self._update_set_button)
 
         self.empty_label = QLabel("No documents yet.\nDrop files or folders here.")
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -422,6 +432,11 @@ class LibraryPanel(QWidget):
         self.progress_label = QLabel()
         self.progress_label.setTextFormat(Qt.TextFormat.PlainText)
 
+        self.set_ask_button = QPushButton()
+        self.set_ask_button.setObjectName("askAboutTheseButton")
+        self.set_ask_button.setVisible(False)
+        self.set_ask_button.clicked.connect(self._on_set_ask_button_clicked)
+
         buttons = QHBoxLayout()
         buttons.addWidget(self.add_button)
         buttons.addWidget(self.remove_button)
@@ -433,6 +448,7 @@ class LibraryPanel(QWidget):
         layout.addWidget(self.search_results, 2)
         layout.addWidget(self.empty_label, 1)
         layout.addWidget(self.progress_label)
+        layout.addWidget(self.set_ask_button)
         layout.addLayout(buttons)
         self._update_empty()
 
@@ -509,6 +525,37 @@ class LibraryPanel(QWidget):
             return None
         sha = index.siblingAtColumn(0).data(SHA_ROLE)
         return str(sha) if sha else None
+
+    def selected_shas(self) -> list[str]:
+        """Every selected ready document, in library order."""
+        rows = sorted(i.row() for i in self.view.selectionModel().selectedRows())
+        shas = [self.model.index(r, 0).data(SHA_ROLE) for r in rows]
+        return [str(s) for s in shas if s]
+
+    @Slot()
+    def _update_set_button(self) -> None:
+        count = len(self.selected_shas())
+        self.set_ask_button.setText(f"Ask about these {count} documents")
+        self.set_ask_button.setVisible(count >= 2)
+
+    @Slot()
+    def _on_set_ask_button_clicked(self) -> None:
+        shas = self.selected_shas()
+        if len(shas) >= 2:
+            self.set_ask_requested.emit(shas)
+
+    @Slot(QPoint)
+    def _on_view_custom_context_menu_requested(self, position: QPoint) -> None:
+        shas = self.selected_shas()
+        if len(shas) < 2:
+            return
+        menu = QMenu(self)
+        menu.addAction(f"Ask about these {len(shas)} documents", self._on_set_ask_button_clicked)
+        compare = menu.addAction(
+            "Compare these two versions…", lambda: self.compare_requested.emit(*shas[:2])
+        )
+        compare.setEnabled(len(shas) == 2)
+        menu.popup(self.view.viewport().mapToGlobal(position))
 
     def select(self, sha: str) -> None:
         """Select a document's row (and show it)."""

@@ -53,11 +53,14 @@ from desktop.ui.search_results import first_match
 from desktop.ui.server_panel import ServerIndicator, ServerMonitor, ServerPanel
 from desktop.ui.session import Session
 from desktop.ui.settings_dialog import SettingsDialog
+from desktop.ui.several_documents import SeveralDocuments
 from server_manager import ServerManager, ServerStatus
 
 log = logging.getLogger("longdoc.ui")
 
 INFO_TIMEOUT_MS = 6_000
+LIBRARY_SHARE = 0.55  # the library at its widest: the first-run view keeps 40% of the window
+SQUEEZED = 0.2  # what is right of the library had less of the width: a layout not to keep
 MESSAGE_LOG_SIZE = 500
 
 
@@ -131,6 +134,9 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(0, 2)
         self.splitter.setStretchFactor(1, 5)
         self.splitter.setStretchFactor(2, 4)
+        # The first-run view takes what the window gains (the platform may settle its
+        # size after the splitter was laid out): not the library, which got 1,330 px.
+        self.splitter.setStretchFactor(3, 9)
         self.splitter.setChildrenCollapsible(False)
         # Explicit minimums: the toolbars' own hints would add up to more than a small
         # laptop screen (or the 800-pixel offscreen one) and push the window off screen.
@@ -168,6 +174,10 @@ class MainWindow(QMainWindow):
         self.library.document_selected.connect(self._on_library_document_selected)
         self.library.document_opened.connect(self._on_library_document_opened)
         self.library.search_results.hit_activated.connect(self._on_search_hit_activated)
+        # Several documents: "Ask about these N documents" and Compare (their own windows).
+        self.several = SeveralDocuments(self)
+        self.library.set_ask_requested.connect(self.several.ask_about)
+        self.library.compare_requested.connect(self.several.compare_stored)
         self.ask_panel.citation_clicked.connect(self._on_ask_panel_citation_clicked)
         self.ask_panel.quote_clicked.connect(self._on_ask_panel_quote_clicked)
         self.ask_panel.server_start_requested.connect(self._on_ask_panel_server_start_requested)
@@ -228,6 +238,9 @@ class MainWindow(QMainWindow):
             )
         )
         file_menu.addSeparator()
+        file_menu.addAction(
+            self._action("&Compare two versions…", "Ctrl+Shift+D", self.several.compare_files)
+        )
         file_menu.addAction(self._action("&Settings…", "Ctrl+,", self.show_settings))
         file_menu.addSeparator()
         file_menu.addAction(self._action("&Quit", QKeySequence.StandardKey.Quit, self.close))
@@ -464,6 +477,9 @@ class MainWindow(QMainWindow):
         # The library keeps its width beside the first-run view if that has one (the user's
         # choice, or the saved layout), else the width it had beside the panes.
         library = sizes[0] if sizes[3] else (self._pane_sizes[0] if self._pane_sizes else 280)
+        # Never most of the window: sizes given to hidden panes fall to the library (a
+        # fresh start gave it 1,330 px and the first-run card 30).
+        library = max(150, min(library, int(total * LIBRARY_SHARE)))
         if shown:
             self.splitter.setSizes([library, 0, 0, max(total - library, 1)])
         elif self._pane_sizes:
@@ -646,6 +662,9 @@ class MainWindow(QMainWindow):
             state = store.value(f"splitters/{name}")
             if isinstance(state, QByteArray) and not state.isEmpty():
                 splitter.restoreState(state)
+            elif name == "main" and self.document is None:
+                # Not through the hidden panes: what they are given falls to the library.
+                splitter.setSizes([280, 0, 0, max(splitter.width() - 280, 1)])
             elif name == "main":
                 splitter.setSizes([280, 620, 500, 0])
         # The saved state also says which panes were shown: the open document decides.
@@ -661,6 +680,9 @@ class MainWindow(QMainWindow):
         store = ui_settings()
         store.setValue("window/geometry", self.saveGeometry())
         for name, splitter in self._splitters().items():
+            sizes = splitter.sizes()
+            if name == "main" and sum(sizes[1:]) < SQUEEZED * max(sum(sizes), 1):
+                continue  # a squeezed layout is not kept to come back next time
             store.setValue(f"splitters/{name}", splitter.saveState())
         store.sync()
 

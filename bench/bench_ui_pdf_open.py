@@ -1,0 +1,120 @@
+"""UI-thread stalls while opening each corpus PDF in the real main window.
+
+A 5 ms QTimer on the UI thread records how late it fires while each PDF of
+``../shared/corpus/pdf-samples/`` is added, opened and shown, at the default size and
+then after three resizes (fitted to the width, every resize re-lays out the pages). The
+worst lateness is the longest the window did not respond. Meant for a real display:
+
+    Xvfb :99 & DISPLAY=:99 QT_QPA_PLATFORM=xcb .venv/bin/python bench/bench_ui_pdf_open.py
+
+Goal (issue 21): worst stall under 200 ms for every PDF (before the fix cmyk-image.pdf
+looped the UI thread for minutes in QPdfView's scroll bars).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+from _common import CORPUS, gui_environment, spin  # first: it puts the project on sys.path
+
+gui_environment()
+
+from PySide6.QtCore import QElapsedTimer, QTimer  # noqa: E402
+
+import desktop.ui  # noqa: E402,F401  (PySide6 6.12.0 workaround first)
+from desktop.config import Settings, db_path  # noqa: E402
+from desktop.store.db import Store  # noqa: E402
+from desktop.ui.app import application, create_window  # noqa: E402
+from desktop.ui.main_window import MainWindow  # noqa: E402
+
+REFUSALS = ("password", "damaged")  # refused when added: the window says so
+SETTLE_S = 0.5  # after the page is shown: rendering and layout that follow it
+
+
+class Heartbeat:
+    """The longest gap between the UI thread's 5 ms ticks since ``reset``."""
+
+    def __init__(self) -> None:
+        self.clock = QElapsedTimer()
+        self.timer = QTimer()
+        self.timer.setInterval(5)
+        self.timer.timeout.connect(self._tick)
+        self.last = 0
+        self.worst = 0
+
+    def _tick(self) -> None:
+        now = self.clock.elapsed()
+        self.worst = max(self.worst, now - self.last)
+        self.last = now
+
+    def reset(self) -> None:
+        self.clock.restart()
+        self.last = 0
+        self.worst = 0
+        self.timer.start()
+
+
+def _refused(window: MainWindow, pdf: Path) -> bool:
+    """The window said it refused the file (encrypted, damaged)."""
+    text = window.message_label.text()
+    return pdf.name in text and any(word in text for word in REFUSALS)
+
+
+def _shown(window: MainWindow, pdf: Path) -> bool:
+    doc = window.doc_view.document
+    shown = window.doc_view.mode in ("pdf", "text")
+    return doc is not None and shown and os.path.samefile(doc.path, pdf)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per PDF at most")
+    args = parser.parse_args()
+    app = application()
+    store = Store(db_path())
+    window = create_window(Settings(endpoint="http://127.0.0.1:9", api_key="x"), store)
+    window.ask_panel.warm_up_enabled = False
+    window.show()
+    spin(app, lambda: window.isVisible(), 10)
+    beat = Heartbeat()
+    platform = os.environ.get("QT_QPA_PLATFORM")
+    print(f"platform {platform}, window {window.width()}x{window.height()}")
+    worst_all = 0
+    for pdf in sorted(CORPUS.glob("*/*.pdf")):
+        window.doc_view.clear()
+        window.document = None
+        spin(app, lambda: True, 0.1)
+        beat.reset()
+        started = time.monotonic()
+        window.add_paths([pdf])
+        shown = spin(
+            app,
+            lambda pdf=pdf: _refused(window, pdf) or _shown(window, pdf),
+            args.timeout,
+        )
+        spin(app, lambda: False, SETTLE_S)
+        opened = beat.worst
+        beat.reset()
+        for size in ((1000, 700), (1600, 1000), (1400, 860)):
+            window.resize(*size)
+            spin(app, lambda: False, 0.2)
+        resized = beat.worst
+        state = "shown" if window.doc_view.document is not None else "refused, as said"
+        state = state if shown else "timed out"
+        worst = max(opened, resized)
+        worst_all = max(worst_all, worst)
+        print(
+            f"{pdf.name:42} open {opened:5d} ms  resizes {resized:5d} ms  "
+            f"{time.monotonic() - started:5.1f} s  {state}"
+        )
+    print(f"worst stall over all PDFs: {worst_all} ms (goal < 200 ms)")
+    window.close()
+    store.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,55 @@
+"""A set's (or a comparison's) answer as HTML: citations as links, each quote marked.
+
+Shared by the "Ask about these documents" window and the Compare window. A citation link
+is ``cite:N`` (the N-th checked citation), so a click can open the cited document (by its
+letter) at the cited page with the quote highlighted.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+from desktop.answers import CitationCheck, QuoteStatus
+
+MARKS = {
+    QuoteStatus.VERIFIED: ("✓", "#2e7d32", "found in the cited document, on the cited page"),
+    QuoteStatus.OTHER_PAGE: ("⚠", "#b26a00", "found in the cited document, on another page"),
+    QuoteStatus.OTHER_DOCUMENT: ("⚠", "#b26a00", "not in the cited document: in another one"),
+    QuoteStatus.NOT_FOUND: ("✗", "#c62828", "not found in the documents"),
+}
+
+
+def answer_html(text: str, checks: Sequence[CitationCheck]) -> str:
+    """``text`` with every citation a link and every checked quote marked after it."""
+    out: list[str] = []
+    position = 0
+    for n, check in enumerate(checks):
+        if check.cite_start is None or check.cite_end is None:
+            continue
+        if check.cite_start < position:
+            continue
+        out.append(html.escape(text[position : check.cite_start]))
+        cited = html.escape(text[check.cite_start : check.cite_end])
+        out.append(f'<a href="cite:{n}">{cited}</a>')
+        mark = MARKS.get(check.status) if check.quote is not None else None
+        if mark is not None:
+            symbol, color, why = mark
+            out.append(f' <span style="color:{color}" title="{why}">{symbol}</span>')
+        position = check.cite_end
+    out.append(html.escape(text[position:]))
+    body = "".join(out).replace("\n", "<br>")
+    return f"<div>{body}</div>"
+
+
+def summary(checks: Sequence[CitationCheck]) -> str:
+    """One line counting the quotes by what checking found."""
+    quoted = [c for c in checks if c.quote is not None]
+    if not quoted:
+        return "No quotes to check."
+    verified = sum(c.status is QuoteStatus.VERIFIED for c in quoted)
+    elsewhere = sum(
+        c.status in (QuoteStatus.OTHER_PAGE, QuoteStatus.OTHER_DOCUMENT) for c in quoted
+    )
+    missing = sum(c.status is QuoteStatus.NOT_FOUND for c in quoted)
+    return f"Quotes: {verified} ✓ verified, {elsewhere} ⚠ elsewhere, {missing} ✗ not found."
