@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import re
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from enum import Enum
 from pathlib import Path
 
 # --- the exit-code table ------------------------------------------------------------------
@@ -123,17 +124,70 @@ def plural(count: int, noun: str, nouns: str | None = None) -> str:
     return f"{count:,} {word}"
 
 
+class Remedy(Enum):
+    """What the user can do about an error, as a value (like Anki's ``help_page``).
+
+    The error's own sentence already says it in the CLI's words (``str(err)``); the app
+    turns the value into a button (``label``) next to ``LongdocError.in_app``.
+    """
+
+    START_SERVER = "start-server"
+    OPEN_SETTINGS = "settings"
+    NEW_THREAD = "new-thread"
+    CHECK_WORKSTATION = "check-workstation"
+    CHOOSE_PAGES = "choose-pages"
+
+    @property
+    def label(self) -> str:
+        """The app's button for it."""
+        return _REMEDY_LABELS[self]
+
+    @property
+    def workstation(self) -> bool:
+        """Can the workstation checklist (``longdoc doctor``) explain the failure?"""
+        return self in (Remedy.START_SERVER, Remedy.OPEN_SETTINGS, Remedy.CHECK_WORKSTATION)
+
+
+_REMEDY_LABELS = {
+    Remedy.START_SERVER: "Start the server",
+    Remedy.OPEN_SETTINGS: "Settings…",
+    Remedy.NEW_THREAD: "New thread",
+    Remedy.CHECK_WORKSTATION: "Check this workstation…",
+    Remedy.CHOOSE_PAGES: "Choose pages",
+}
+
+
 class LongdocError(Exception):
-    """Base of every expected failure: ``str(err)`` is one sentence for the user."""
+    """Base of every expected failure: ``str(err)`` is one sentence for the user.
+
+    ``remedy`` is what the user can do (None: nothing to offer); ``in_app`` is the same
+    failure in the app's words (no command-line flags), worded here beside the CLI's.
+    """
 
     exit_code: int = 1
+    remedy: Remedy | None = None
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, in_app: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self._in_app = in_app
 
     def __str__(self) -> str:
         return self.message
+
+    @property
+    def in_app(self) -> str:
+        """The sentence the app shows (the CLI's, unless the error words it otherwise)."""
+        return self._in_app if self._in_app is not None else self.message
+
+
+def remedy_for(exc: BaseException, managed: bool) -> Remedy | None:
+    """What to offer for ``exc``; ``managed``: Longdoc manages the server (else starting it
+    cannot help and the endpoint is fixed in the settings)."""
+    remedy = exc.remedy if isinstance(exc, LongdocError) else None
+    if remedy is Remedy.START_SERVER and not managed:
+        return Remedy.OPEN_SETTINGS
+    return remedy
 
 
 class UsageError(LongdocError):
@@ -196,6 +250,8 @@ class DocumentTooLarge(DocumentError):
     ``desktop.answering.budget``); without them the context length is assumed to bind.
     """
 
+    remedy = Remedy.CHOOSE_PAGES
+
     def __init__(
         self,
         path: Path | str,
@@ -213,7 +269,7 @@ class DocumentTooLarge(DocumentError):
         self.context = context
         self.pages = pages
         self.limit = limit
-        self.remedy = remedy
+        self.remedy_text = remedy  # the CLI's words for what to do
         self.suggested = suggested
         limit = limit or (
             f"the server's context of {context:,} tokens leaves {available:,} for the prompt"
@@ -226,6 +282,25 @@ class DocumentTooLarge(DocumentError):
             )
         super().__init__(path, f"needs {needed:,} prompt tokens but {limit}; {remedy}")
 
+    def app_text(self, describe: Callable[[int, int], str], first_page: int = 1) -> str:
+        """Over budget in the app's words (no command-line flags): by how much, and a range
+        of pages that fits; ``describe(first, last)`` names a range in printed labels."""
+        over = max(0, self.needed - self.available)
+        if self.limit:  # the core said which limit binds (the context or the KV cache)
+            text = (
+                f"Not sent: the question needs {self.needed:,} prompt tokens, {over:,} too many: "
+            )
+            if self.suggested is None:  # one page: no range can help
+                return f"{text}{self.limit}. {self.remedy_text[:1].upper()}{self.remedy_text[1:]}."
+            first, last = self.suggested
+            return f"{text}{self.limit}. Ask about fewer pages: {describe(first, last)} would fit."
+        end = first_page + suggest_page_end(self.pages, self.needed, self.available) - 1
+        return (
+            f"Not sent: the question needs {self.needed:,} prompt tokens, {over:,} more than the "
+            f"{self.available:,} that the server's context of {self.context:,} tokens leaves "
+            f"beside the answer. Ask about fewer pages: {describe(first_page, end)} would fit."
+        )
+
 
 class SetTooLarge(LongdocError):
     """A set of documents does not fit the server's limits: names each document's tokens.
@@ -235,6 +310,8 @@ class SetTooLarge(LongdocError):
     """
 
     exit_code = EXIT_DOCUMENT
+
+    remedy = Remedy.CHOOSE_PAGES
 
     def __init__(
         self,
@@ -247,7 +324,7 @@ class SetTooLarge(LongdocError):
         self.documents = documents
         self.needed = needed
         self.limit = limit
-        self.remedy = remedy
+        self.remedy_text = remedy  # the CLI's words for what would fit
         each = ", ".join(
             f"{letter} {display_path(path)} {tokens:,}" for letter, path, tokens in documents
         )
@@ -268,6 +345,7 @@ class StorageError(LongdocError):
     """The data directory or database cannot be written (disk full, permissions)."""
 
     exit_code = EXIT_STORAGE
+    remedy = Remedy.CHECK_WORKSTATION
 
 
 class DatabaseDamaged(StorageError):
@@ -289,6 +367,12 @@ class ServerUnavailable(LongdocError):
     """The server cannot take requests right now."""
 
     exit_code = EXIT_SERVER_UNAVAILABLE
+    remedy = Remedy.START_SERVER
+
+    @property
+    def in_app(self) -> str:
+        """Not ready, in the app's words."""
+        return f"The server is not ready: {self.message}"
 
 
 class ServerUnreachable(ServerUnavailable):
@@ -305,6 +389,8 @@ class ServerLoading(ServerUnavailable):
 
 class AuthenticationFailed(ServerUnavailable):
     """The server refused the API key (401/403)."""
+
+    remedy = Remedy.OPEN_SETTINGS
 
 
 class RequestFailed(LongdocError):
@@ -341,6 +427,7 @@ class ThreadTooLong(LongdocError):
     """A follow-up's earlier turns no longer fit the context; the document alone still does."""
 
     exit_code = EXIT_DOCUMENT
+    remedy = Remedy.NEW_THREAD
 
     def __init__(
         self,
@@ -364,7 +451,26 @@ class ThreadTooLong(LongdocError):
             f"turn{'s' if turns != 1 else ''} the prompt needs {needed:,} tokens, but the "
             f"server's context of {context:,} tokens leaves {available:,} for the prompt "
             f"(the document and this question alone need {without_history:,}); start a new "
-            "thread (ask without --follow-up or --thread). Earlier turns are never dropped."
+            "thread (ask without --follow-up or --thread). Earlier turns are never dropped.",
+            in_app=f"Not sent: this thread no longer fits. With its {turns} earlier "
+            f"turns the prompt needs {needed:,} tokens; the server's context of "
+            f"{context:,} leaves {available:,}. Earlier turns are never "
+            "dropped: start a new thread (Ctrl+N) to ask this question on its own.",
+        )
+
+
+class OtherPages(UsageError):
+    """A follow-up asked about other pages than its thread's (a thread keeps its pages)."""
+
+    remedy = Remedy.NEW_THREAD
+
+    def __init__(self, thread_id: int, about: str) -> None:
+        self.thread_id = thread_id
+        self.about = about
+        super().__init__(
+            f"Thread {thread_id} is about {about}; a follow-up keeps the thread's pages. "
+            "Ask without --follow-up/--thread to start a new thread about other pages.",
+            in_app=f"This thread is about {about}; start a new thread to ask about other pages.",
         )
 
 
@@ -374,9 +480,18 @@ class ThreadTooLong(LongdocError):
 class ServerSetupError(UsageError):
     """Which server to use, or what it is, is not configured well enough to ask."""
 
+    remedy = Remedy.OPEN_SETTINGS
+
 
 class NoServerConfigured(ServerSetupError):
     """No endpoint is set and no managed server runs."""
+
+    remedy = Remedy.START_SERVER
+
+    @property
+    def in_app(self) -> str:
+        """Not ready, in the app's words."""
+        return f"The server is not ready: {self.message}"
 
 
 class ModelNotServed(ServerSetupError):

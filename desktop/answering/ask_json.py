@@ -77,8 +77,8 @@ def ask_json(
 
     ``document`` is the (first) document, from :func:`document_json`; ``documents`` the
     whole set, for a question about several. ``thread_id`` is null unless the answer is a
-    turn of a thread (only complete answers are); ``truncated`` says the answer stopped at
-    the token limit.
+    turn of a thread (only complete answers are); ``"truncated": true`` is there only when
+    the answer stopped at the token limit.
     """
     answer = stored.answer
     checks = answer.citations.items if answer.citations is not None else ()
@@ -92,7 +92,6 @@ def ask_json(
         "from_cache": stored.from_cache,
         "model": answer.model,
         "finish_reason": answer.finish_reason,
-        "truncated": answer.truncated,
         "usage": {
             "prompt_tokens": answer.prompt_tokens,
             "completion_tokens": answer.completion_tokens,
@@ -104,6 +103,8 @@ def ask_json(
     }
     if documents is not None:
         data["citations"] = set_citations_json(checks, documents)
+    if answer.truncated:  # only then, so every other answer's object stays as it was
+        data["truncated"] = True
     return data
 
 

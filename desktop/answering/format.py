@@ -99,7 +99,12 @@ def short_quote(quote: str, limit: int = 120) -> str:
     return quote if len(quote) <= limit else quote[: limit - 1].rstrip() + "…"
 
 
-def truncation_note(answer: StoredAnswer, raise_limit: str = "raise --max-tokens") -> str:
+# How to allow longer answers, in each surface's words (``truncation_note``).
+CLI_RAISE_LIMIT = "raise --max-tokens"
+APP_RAISE_LIMIT = "raise the answer reserve in Settings"
+
+
+def truncation_note(answer: StoredAnswer, raise_limit: str = CLI_RAISE_LIMIT) -> str:
     """Why a truncated answer stops short, and what to change (the CLI's ``Warning:`` line
     and the app's notice). ``raise_limit`` names how to allow longer answers there."""
     limit = f"the token limit ({answer.max_tokens:,} tokens)"

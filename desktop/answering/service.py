@@ -27,6 +27,7 @@ from desktop.answering.client import (
     StreamingAnswer,
     first_token_timeout,
 )
+from desktop.answering.conversation import check_document, follow_up_pages, refuse_if_too_long
 from desktop.answering.events import (
     AnswerDelta,
     Event,
@@ -69,7 +70,6 @@ from desktop.answering.threads import (
     history_key,
     history_messages,
     set_thread_key,
-    thread_pages,
 )
 from desktop.answering.warmup import ROUTES, Prefilled, Route, RouteMissing, prefill
 from desktop.answers import AnswerKey, AnswerStatus, CheckedCitations, StoredAnswer
@@ -272,11 +272,8 @@ class Question:
                 raise UsageError(f"Thread {self.thread.id} is about other documents.")
             return PageRange(1, max(self.docset.page_count, 1))
         if self.thread is not None:
-            if self.thread.document_sha != self.document.sha256:
-                raise UsageError(
-                    f"Thread {self.thread.id} is about another document, not {self.document.path}."
-                )
-            return thread_pages(self.thread, self.pages, len(self.document.pages))
+            check_document(self.thread, self.document)
+            return follow_up_pages(self.thread, self.pages, len(self.document.pages))
         return self.pages or full_range(self.document)
 
     def history(self) -> list[dict[str, str]]:
@@ -588,7 +585,9 @@ class Answerer:
             unread = sorted({*unread, *scanned})
         if not budget.fits and question.thread is not None and history:
             _, alone = self.prompt(doc, pages, question.text, question.thinking)
-            self._refuse_thread(question, alone, budget.prompt_tokens, budget, reserve)
+            refuse_if_too_long(
+                doc.path, question.thread, budget.prompt_tokens, alone, budget, reserve
+            )
         if not budget.fits:
             raise refusal(doc, pages, budget)
         key = self.cache_key(question, info.id, reserve)

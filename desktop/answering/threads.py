@@ -41,15 +41,10 @@ def history_key(turns: Sequence[StoredAnswer]) -> str:
 
 
 def thread_pages(thread: Thread, asked: PageRange | None, page_count: int) -> PageRange:
-    """The pages a follow-up is about: the thread's; another range is refused, not mixed."""
-    pages = PageRange(thread.first_page, thread.last_page)
-    if asked is not None and (asked.first, asked.last) != (pages.first, pages.last):
-        raise UsageError(
-            f"Thread {thread.id} is about {pages.describe(page_count)}; a follow-up "
-            "keeps the thread's pages. Ask without --follow-up/--thread to start a new thread "
-            "about other pages."
-        )
-    return pages
+    """The pages a follow-up is about (``conversation.follow_up_pages``, the one rule)."""
+    from desktop.answering.conversation import follow_up_pages
+
+    return follow_up_pages(thread, asked, page_count)
 
 
 def set_thread_key(docset: DocumentSet) -> str:

@@ -175,29 +175,15 @@ def _label(docset: DocumentSet, letter: str, number: int) -> str:
 
 
 def pick_thread(store: Store, doc: Document, args: argparse.Namespace) -> Thread | None:
-    """The thread a follow-up continues (None: a new thread)."""
-    if args.thread is not None:
-        thread = store.get_thread(args.thread)
-        if thread is None:
-            raise UsageError(
-                f"There is no thread {args.thread}; `longdoc ask --json` prints each "
-                "answer's thread_id."
-            )
-        if thread.document_sha != doc.sha256:
-            raise UsageError(
-                f"Thread {args.thread} is about another document, not {display_path(args.path)}; "
-                "use --follow-up to continue the last thread on this one."
-            )
-        return thread
-    if args.follow_up:
-        thread = store.last_thread(doc.sha256)
-        if thread is None:
-            print(
-                f"No earlier thread on {display_path(args.path)}: starting a new one.",
-                file=sys.stderr,
-            )
-        return thread
-    return None
+    """The thread a follow-up continues (None: a new thread), by the conversation rules."""
+    from desktop.answering.conversation import choose_thread
+
+    thread = choose_thread(store, doc, args.thread, args.follow_up, display_path(args.path))
+    if args.follow_up and thread is None:
+        print(
+            f"No earlier thread on {display_path(args.path)}: starting a new one.", file=sys.stderr
+        )
+    return thread
 
 
 def pick_set_thread(

@@ -25,16 +25,19 @@ from PySide6.QtWidgets import (
 from desktop.answering.citations import QuoteCheck
 from desktop.answering.events import Sent, Stored
 from desktop.answering.format import (
+    APP_RAISE_LIMIT,
     ago,
     answer_figures,
     answer_scope,
     duration,
     page_label,
     short_quote,
+    truncation_note,
 )
 from desktop.answering.prefill import PrefillGuess
 from desktop.answers import StoredAnswer
 from desktop.documents.model import Page
+from desktop.errors import Remedy
 from desktop.ui.markdown_stream import citation_href, parse_citation_href
 from desktop.ui.markdown_writer import MarkdownWriter
 from desktop.ui.quote_marks import (
@@ -140,7 +143,7 @@ class AnswerView(QWidget):
     ask_again_requested = Signal()
     copy_requested = Signal()
     export_requested = Signal()
-    action_requested = Signal(str)  # the notice's action, e.g. "start-server"
+    action_requested = Signal(object)  # the notice's Remedy, e.g. Remedy.START_SERVER
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -173,7 +176,7 @@ class AnswerView(QWidget):
         self.notice_label.setWordWrap(True)
         self.notice_button = QPushButton()
         self.notice_button.clicked.connect(self._on_notice_button_clicked)
-        self._notice_action = ""
+        self._notice_action: Remedy | None = None
 
         self.reasoning_toggle = QToolButton()
         self.reasoning_toggle.setCheckable(True)
@@ -388,15 +391,16 @@ class AnswerView(QWidget):
         self.writer.finish()
         self.answer = stored.answer
         self._show_footer(stored.answer, page_count, from_cache=False)
+        self._notice_truncated(stored.answer)
 
-    def fail(self, text: str, action: str = "", action_text: str = "") -> None:
+    def fail(self, text: str, remedy: Remedy | None = None) -> None:
         """The answer stopped or could not start: say why, keep what arrived."""
         self._timer.stop()
         self.waiting_label.hide()
         self.prefill_bar.hide()
         self._drop_previous()
         self.writer.finish()
-        self.show_notice(text, action, action_text)
+        self.show_notice(text, remedy)
 
     def show_answer(self, answer: StoredAnswer, page_count: int, from_cache: bool = False) -> None:
         """Show a stored answer at once (history, cache hit)."""
@@ -410,7 +414,9 @@ class AnswerView(QWidget):
             self.reasoning_toggle.setChecked(False)
             self._update_toggle_text(live=False)
         self.writer.set_text(answer.answer)
-        if answer.status != "complete":
+        if answer.truncated:
+            self._notice_truncated(answer)
+        elif answer.status != "complete":
             why = f" ({answer.error})" if answer.error else ""
             self.show_notice(f"This answer is {answer.status}{why}.")
         self._show_footer(answer, page_count, from_cache)
@@ -457,19 +463,25 @@ class AnswerView(QWidget):
         """The document's pages, to name page ranges by their printed labels."""
         self._pages = list(pages)
 
-    def show_notice(self, text: str, action: str = "", action_text: str = "") -> None:
-        """A line above the answer (warnings, errors), with an optional action button."""
+    def _notice_truncated(self, answer: StoredAnswer) -> None:
+        """What came stays; the notice says why it stops short (the CLI's Warning line)."""
+        if answer.truncated:
+            note = truncation_note(answer, APP_RAISE_LIMIT)
+            self.show_notice(f"Cut short: {note}.", Remedy.OPEN_SETTINGS)
+
+    def show_notice(self, text: str, remedy: Remedy | None = None) -> None:
+        """A line above the answer (warnings, errors), with the remedy's button if any."""
         self.notice_label.setText(text)
         self.notice_label.show()
-        self._notice_action = action
-        self.notice_button.setText(action_text)
-        self.notice_button.setVisible(bool(action))
+        self._notice_action = remedy
+        self.notice_button.setText(remedy.label if remedy is not None else "")
+        self.notice_button.setVisible(remedy is not None)
 
     def clear_notice(self) -> None:
         """Hide the notice line."""
         self.notice_label.hide()
         self.notice_button.hide()
-        self._notice_action = ""
+        self._notice_action = None
 
     # --- slots ---------------------------------------------------------------------------
 
@@ -563,5 +575,5 @@ class AnswerView(QWidget):
 
     @Slot()
     def _on_notice_button_clicked(self) -> None:
-        if self._notice_action:
+        if self._notice_action is not None:
             self.action_requested.emit(self._notice_action)

@@ -19,9 +19,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.answering import conversation as rules
 from desktop.answering.events import Finished, Sent, Stored, Usage
 from desktop.answering.format import scope as page_scope
-from desktop.answering.pages import describe
 from desktop.answering.prompt import PageRange
 from desktop.answering.service import Question
 from desktop.answering.threads import Thread
@@ -31,21 +31,23 @@ from desktop.errors import (
     Cancelled,
     DocumentTooLarge,
     LongdocError,
-    NoServerConfigured,
+    OtherPages,
+    Remedy,
     ServerSetupError,
     ServerUnavailable,
     ThreadTooLong,
+    remedy_for,
 )
 from desktop.ui import messages, tasks
 from desktop.ui.answer_export import AnswerExport
 from desktop.ui.answer_stream import show_batch
 from desktop.ui.answer_view import AnswerView
-from desktop.ui.pages_budget import PagesBudget, thread_covers
+from desktop.ui.pages_budget import PagesBudget
 from desktop.ui.question_history import QuestionHistory
 from desktop.ui.quote_checks import QUOTE_CHECK_INLINE_CHARS as QUOTE_CHECK_INLINE_CHARS
 from desktop.ui.quote_checks import QuoteChecks
 from desktop.ui.session import BudgetView, Session, document_unanswerable
-from desktop.ui.thread_selector import ThreadSelector, thread_up_to
+from desktop.ui.thread_selector import ThreadSelector
 from desktop.ui.warm_up import WarmUp
 
 log = logging.getLogger("longdoc.ui.ask")
@@ -316,14 +318,14 @@ class AskPanel(QWidget):
     def _on_answer_view_ask_again_requested(self) -> None:
         answer = self.answer_view.answer
         if answer is not None and self.document is not None:
-            self.question_edit.setPlainText(answer.question)
-            doc_pages = len(self.document.pages)
-            if (answer.first_page, answer.last_page) != (1, doc_pages):
-                self.pages_edit.setText(f"{answer.first_page}-{answer.last_page}")
-            else:
-                self.pages_edit.clear()
-            self.think_box.setChecked(answer.thinking)
-            self._rewind_thread(answer)
+            again = rules.ask_again(answer, self.current_thread, len(self.document.pages))
+            self.question_edit.setPlainText(again.question)
+            pages = again.pages
+            self.pages_edit.setText("" if pages is None else f"{pages.first}-{pages.last}")
+            self.think_box.setChecked(again.thinking)
+            self._set_thread(again.thread)
+            if again.thread is None:
+                self.thread_view.show_turns([])
         self.ask(use_cache=False)
 
     def ask(self, use_cache: bool = True) -> bool:
@@ -349,13 +351,11 @@ class AskPanel(QWidget):
             self.pages_edit.setFocus()
             return False
         thread = self.current_thread
-        if thread is not None and not thread_covers(thread, pages):
-            about = describe(doc.pages, PageRange(thread.first_page, thread.last_page))
-            self.answer_view.fail(
-                f"This thread is about {about}; start a new thread to ask about other pages.",
-                "new-thread",
-                "New thread",
-            )
+        try:
+            if thread is not None:
+                rules.follow_up_pages(thread, pages, len(doc.pages))
+        except OtherPages as exc:
+            self.answer_view.fail(exc.in_app, exc.remedy)
             return False
         question = Question(doc, text, pages, self.think_box.isChecked(), use_cache, thread=thread)
         self.thread_view.show_turns(thread.turns if thread is not None else [])
@@ -451,30 +451,16 @@ class AskPanel(QWidget):
         managed = not self.session.settings.endpoint
         if isinstance(exc, Cancelled):
             self.answer_view.fail("Stopped. What arrived is kept in the history as incomplete.")
-        elif isinstance(exc, ThreadTooLong):
-            self.answer_view.fail(
-                f"Not sent: this thread no longer fits. With its {exc.turns} earlier "
-                f"turns the prompt needs {exc.needed:,} tokens; the server's context of "
-                f"{exc.context:,} leaves {exc.available:,}. Earlier turns are never "
-                "dropped: start a new thread (Ctrl+N) to ask this question on its own.",
-                "new-thread",
-                "New thread",
-            )
         elif isinstance(exc, DocumentTooLarge):
             first = self._question.page_range().first if self._question else 1
             pages = self.document.pages if self.document else []
             self.answer_view.fail(messages.too_large(exc, pages, first))
             self.refresh_budget()
             self.pages_edit.setFocus()
-        elif isinstance(exc, ServerUnavailable | ServerSetupError):
-            # Not ready (or none running) can be fixed by starting the managed server; a
-            # wrong setting (model, context length, endpoint) only in the settings.
-            startable = isinstance(exc, ServerUnavailable | NoServerConfigured)
-            text = f"The server is not ready: {exc}" if startable else str(exc)
-            if managed and startable:
-                self.answer_view.fail(text, "start-server", "Start the server")
-            else:
-                self.answer_view.fail(text, "settings", "Settings…")
+        elif isinstance(exc, ThreadTooLong | ServerUnavailable | ServerSetupError):
+            # The core's words and remedy: a new thread; start the managed server (or,
+            # for another server, the settings); a wrong setting in the settings.
+            self.answer_view.fail(exc.in_app, remedy_for(exc, managed))
         elif isinstance(exc, LongdocError):
             self.answer_view.fail(str(exc))
             messages.error(exc)
@@ -535,15 +521,7 @@ class AskPanel(QWidget):
         once, so a question typed right after it follows up."""
         # The turns the question was asked after: the core put exactly these before it.
         asked = self._question.thread if self._question is not None else None
-        earlier = asked.turns if asked is not None else []
-        thread = Thread(
-            thread_id,
-            answer.document_sha,
-            answer.first_page,
-            answer.last_page,
-            [*earlier, answer],
-        )
-        self._show_thread(thread)
+        self._show_thread(rules.with_turn(asked, thread_id, answer))
 
     def open_answer(self, answer: StoredAnswer) -> None:
         """Show a stored answer about the open document and continue its thread (a search
@@ -563,18 +541,7 @@ class AskPanel(QWidget):
         found = self.session.store.thread_with_answer(answer.id)  # one indexed query
         if found is None:
             return  # not a turn (stopped or failed): the conversation stays as it was
-        self._show_thread(thread_up_to(found, answer.id, including=True))
-
-    def _rewind_thread(self, answer: StoredAnswer) -> None:
-        """Ask again: after the same earlier turns as ``answer`` (the core then branches a
-        new thread from them, leaving this one as it was); a new thread if not in it."""
-        thread = self.current_thread
-        ids = [t.id for t in thread.turns] if thread is not None else []
-        if thread is None or answer.id not in ids:
-            self._set_thread(None)
-            self.thread_view.show_turns([])
-            return
-        self._set_thread(thread_up_to(thread, answer.id, including=False))
+        self._show_thread(rules.up_to(found, answer.id))
 
     def new_thread(self) -> None:
         """Start afresh: no earlier turns shown or sent; the next question opens a thread."""
@@ -593,14 +560,16 @@ class AskPanel(QWidget):
         """Check a complete answer's quotes against the pages; the line under the answer."""
         self.quote_checks.check(answer)
 
-    @Slot(str)
-    def _on_answer_view_action_requested(self, action: str) -> None:
-        if action == "start-server":
+    @Slot(object)
+    def _on_answer_view_action_requested(self, remedy: Remedy) -> None:
+        if remedy is Remedy.START_SERVER:
             self.server_start_requested.emit()
-        elif action == "settings":
+        elif remedy is Remedy.OPEN_SETTINGS:
             self.settings_requested.emit()
-        elif action == "new-thread":
+        elif remedy is Remedy.NEW_THREAD:
             self.new_thread()
+        elif remedy is Remedy.CHOOSE_PAGES:
+            self.pages_edit.setFocus()
 
     # --- copy and export ----------------------------------------------------------------
 

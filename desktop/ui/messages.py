@@ -17,14 +17,7 @@ from PySide6.QtWidgets import QMessageBox, QWidget
 
 from desktop.answering.format import page_span
 from desktop.documents.model import Page
-from desktop.errors import (
-    DocumentTooLarge,
-    LongdocError,
-    ServerSetupError,
-    ServerUnavailable,
-    StorageError,
-    suggest_page_end,
-)
+from desktop.errors import DocumentTooLarge, LongdocError, Remedy
 from server_manager.errors import ServerManagerError
 
 # Expected failures: their own sentence is the message (the server manager's are its own
@@ -33,9 +26,6 @@ _EXPECTED = (LongdocError, ServerManagerError)
 
 log = logging.getLogger("longdoc.ui")
 
-# Failures the workstation checklist can explain (server, runtime, GPUs, disk, settings):
-# their dialog offers Help ▸ Check this workstation.
-_WORKSTATION = (ServerManagerError, ServerUnavailable, ServerSetupError, StorageError)
 _doctor_offer: Callable[[], object] | None = None
 
 
@@ -117,30 +107,31 @@ def reset_bus() -> None:
 
 
 def describe(exc: BaseException) -> str:
-    """The user's sentence for an exception: an expected error's own text, else a generic one."""
+    """The user's sentence for an exception: an expected error's own (app) text, else a
+    generic one."""
+    if isinstance(exc, LongdocError):
+        return exc.in_app
     if isinstance(exc, _EXPECTED):
         return str(exc)
     return f"Unexpected error: {type(exc).__name__}: {exc}"
 
 
+def remedy_of(exc: BaseException) -> Remedy | None:
+    """What an error's dialog offers: the core's remedy; the server manager's failures are
+    the workstation's (server_manager does not import desktop, so it names none)."""
+    if isinstance(exc, ServerManagerError):
+        return Remedy.CHECK_WORKSTATION
+    return exc.remedy if isinstance(exc, LongdocError) else None
+
+
 def too_large(exc: DocumentTooLarge, pages: Sequence[Page], first_page: int = 1) -> str:
-    """Over budget in the app's words (no command-line flags): by how much, and a range
-    of pages that fits, in the document's printed labels."""
-    over = max(0, exc.needed - exc.available)
-    if exc.limit:  # the core said which limit binds (the context or the server's KV cache)
-        text = f"Not sent: the question needs {exc.needed:,} prompt tokens, {over:,} too many: "
-        if exc.suggested is None:  # one page: no range can help
-            return f"{text}{exc.limit}. {exc.remedy[:1].upper()}{exc.remedy[1:]}."
-        first, last = exc.suggested
-        fits = page_span(first, last, pages) if pages else f"pages {first}-{last}"
-        return f"{text}{exc.limit}. Ask about fewer pages: {fits} would fit."
-    end = first_page + suggest_page_end(exc.pages, exc.needed, exc.available) - 1
-    fits = page_span(first_page, end, pages) if pages else f"pages {first_page}-{end}"
-    return (
-        f"Not sent: the question needs {exc.needed:,} prompt tokens, {over:,} more than the "
-        f"{exc.available:,} that the server's context of {exc.context:,} tokens leaves "
-        f"beside the answer. Ask about fewer pages: {fits} would fit."
-    )
+    """Over budget in the app's words (``DocumentTooLarge.app_text``), with the ranges in
+    the document's printed labels."""
+
+    def span(first: int, last: int) -> str:
+        return page_span(first, last, pages) if pages else f"pages {first}-{last}"
+
+    return exc.app_text(span, first_page)
 
 
 def info(text: str) -> None:
@@ -165,7 +156,8 @@ def error(exc: BaseException | str, parent: QWidget | None = None, serious: bool
         box.setObjectName("errorBox")
         box.addButton(QMessageBox.StandardButton.Close)
         show = _doctor_offer
-        if show is not None and isinstance(exc, _WORKSTATION):
+        remedy = None if isinstance(exc, str) else remedy_of(exc)
+        if show is not None and remedy is not None and remedy.workstation:
             check = box.addButton("Check this workstation…", QMessageBox.ButtonRole.HelpRole)
             check.setObjectName("checkWorkstationButton")
             check.clicked.connect(lambda: show())

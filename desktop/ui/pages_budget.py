@@ -9,6 +9,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QLabel, QLineEdit, QPushButton
 
 from desktop.answering.budget import suggest_pages
+from desktop.answering.conversation import covers as thread_covers  # the core's rule
 from desktop.answering.pages import describe, format_range, parse_range
 from desktop.answering.prompt import PageRange
 from desktop.answering.threads import Thread, history_messages
@@ -18,11 +19,6 @@ from desktop.ui.budget_bar import BudgetBar
 from desktop.ui.session import BudgetView, Session
 
 BUDGET_DEBOUNCE_MS = 400
-
-
-def thread_covers(thread: Thread, pages: PageRange | None) -> bool:
-    """Does the pages box agree with the thread's pages (empty: the thread's)?"""
-    return pages is None or (pages.first, pages.last) == (thread.first_page, thread.last_page)
 
 
 class PagesBudget(QObject):

@@ -10,15 +10,6 @@ from desktop.answers import StoredAnswer
 from desktop.ui.thread_view import ThreadView
 
 
-def thread_up_to(thread: Thread, answer_id: int, *, including: bool) -> Thread:
-    """``thread`` with its turns up to the answer ``answer_id`` (it included or not)."""
-    ids = [t.id for t in thread.turns]
-    end = ids.index(answer_id) + (1 if including else 0)
-    return Thread(
-        thread.id, thread.document_sha, thread.first_page, thread.last_page, thread.turns[:end]
-    )
-
-
 class ThreadSelector(QWidget):
     """Which thread the next question continues (``current``; None: it starts one), above
     the current answer (``answer_view``, placed under the earlier turns)."""
