@@ -67,7 +67,11 @@ def clean_text(raw: str) -> str:
     """One page's text with ``\\n`` line ends, no control codes, no trailing spaces."""
     text = raw.replace("\r\n", "\n").replace("\r", "\n")
     text = _CONTROL.sub("", text)
-    return _TRAILING_SPACE.sub("", text).strip()
+    # Spaces before a line end are rare: looking for them costs less than the regex's
+    # try at every space of the page.
+    if " \n" in text or "\t\n" in text or "\u00a0\n" in text:
+        text = _TRAILING_SPACE.sub("", text)
+    return text.strip()
 
 
 def clean_field(raw: str) -> str:

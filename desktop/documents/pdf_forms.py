@@ -17,6 +17,7 @@ only for the few characters needed (each line's ends, a binary search inside a l
 from __future__ import annotations
 
 import bisect
+import codecs
 import ctypes
 import html
 import re
@@ -61,7 +62,7 @@ _MARKER_CHARS = str.maketrans({"[": "(", "]": ")"})
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ufffe\uffff]")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Item:
     """A marked text to put into a page, with where it appears (PDF user space)."""
 
@@ -77,22 +78,27 @@ class Item:
 
 
 _MARKUP = re.compile(r"<[^>]*>")
-_BUFFER_UNITS = 2048
+_BUFFER_BYTES = 4096
 # One reusable buffer for PDFium's string getters: every call into PDFium happens under
-# pdf.PDFIUM_LOCK, and allocating a buffer per call cost more than the call itself.
-_buffer = (ctypes.c_ushort * _BUFFER_UNITS)()
+# pdf.PDFIUM_LOCK, and allocating a buffer per call cost more than the call itself. Read
+# through a memoryview and decoded by the codec's own function: a string costs no copy
+# through ctypes and no codec look-up.
+_raw = bytearray(_BUFFER_BYTES)
+_view = memoryview(_raw)
+_buffer = (ctypes.c_ushort * (_BUFFER_BYTES // 2)).from_buffer(_raw)
+_decode = codecs.utf_16_le_decode
 
 
 def _utf16(fn: Any, *args: Any) -> str:
     """A UTF-16 string from one of PDFium's getters that take (buffer, size in bytes)."""
-    size = int(fn(*args, _buffer, _BUFFER_UNITS * 2))
+    size: int = fn(*args, _buffer, _BUFFER_BYTES)
     if size <= 2:
         return ""
-    if size > _BUFFER_UNITS * 2:  # longer than the buffer: ask again with room for it
-        big = (ctypes.c_ushort * (size // 2 + 1))()
-        fn(*args, big, size)
-        return ctypes.string_at(big, size - 2).decode("utf-16-le", errors="replace")
-    return ctypes.string_at(_buffer, size - 2).decode("utf-16-le", errors="replace")
+    if size > _BUFFER_BYTES:  # longer than the buffer: ask again with room for it
+        big = bytearray(size)
+        fn(*args, (ctypes.c_ushort * (size // 2)).from_buffer(big), size)
+        return _decode(memoryview(big)[: size - 2], "replace")[0]
+    return _decode(_view[: size - 2], "replace")[0]
 
 
 def page_text(page: object, textpage: object) -> str:
@@ -119,6 +125,8 @@ def _bounded_text(textpage: object, box: tuple[float, float, float, float]) -> s
 
 def _one_line(text: str, limit: int) -> str:
     """``text`` fit for a marker: controls dropped, one line, no brackets, at most ``limit``."""
+    if not text:
+        return ""
     if not text.isprintable():
         text = _CONTROL.sub(" ", text)
     cleaned = " ".join(text.split())
@@ -236,18 +244,37 @@ def read_signatures(document: object, index: int, items: list[Item]) -> list[Ite
         pdfium_c.FPDF_ClosePage(page)
 
 
-def _field_label(annot: object, form: object) -> str:
+def _field_label(annot: object, form: object, own_name: str) -> str:
     """What a field is called for the reader: its tooltip (TU), else its own name."""
     alternate = _one_line(_utf16(pdfium_c.FPDFAnnot_GetFormFieldAlternateName, form, annot), 200)
     if alternate and len(alternate) <= _LABEL_MAX:
         return alternate
-    name = _utf16(pdfium_c.FPDFAnnot_GetFormFieldName, form, annot)
-    last = _INDEX_SUFFIX.sub("", name).rsplit(".", 1)[-1]
+    name = own_name or _utf16(pdfium_c.FPDFAnnot_GetFormFieldName, form, annot)
+    if "[" in name:
+        name = _INDEX_SUFFIX.sub("", name)
+    last = name.rsplit(".", 1)[-1]
     return _one_line(last.replace("_", " "), _LABEL_MAX) or alternate[:_LABEL_MAX]
+
+
+def _field_value(annot: object, form: object, own_name: str) -> str:
+    """A field's value (/V). A widget with a name of its own is its field (merged): its own
+    /V is the value, read in a third of the time the form's getter takes to find the field
+    by its full name; a kid widget's value is its parent field's."""
+    if own_name:
+        if not pdfium_c.FPDFAnnot_HasKey(annot, b"V"):
+            return ""
+        value = _utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"V")
+        if value:
+            return value
+    # Inherited, or not a string (a name, an array, a text stream): the form reads it.
+    return _utf16(pdfium_c.FPDFAnnot_GetFormFieldValue, form, annot)
 
 
 def _field_text(annot: object, form: object, kind: int) -> str | None:
     """A widget's state or value, marked: ``[Field: Country] Spain``, ``☒ I accept``."""
+    # The widget's own partial name (/T) is the full name's last part when the widget is
+    # its field; a kid widget has none. A third of the cost of the full name.
+    own_name = _utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"T")
     if kind in (pdfium_c.FPDF_FORMFIELD_CHECKBOX, pdfium_c.FPDF_FORMFIELD_RADIOBUTTON):
         # The widget's appearance state (/AS) is its state and, when on, its export value:
         # FPDFAnnot_IsChecked and the export getter need the form's view of the page
@@ -257,7 +284,7 @@ def _field_text(annot: object, form: object, kind: int) -> str | None:
             state = _utf16(pdfium_c.FPDFAnnot_GetFormFieldValue, form, annot)
         on = bool(state) and state != "Off"
         mark = CHECKED if on else UNCHECKED
-        label = _field_label(annot, form)
+        label = _field_label(annot, form, own_name)
         export = _one_line(state, 80) if on else ""
         # A radio button's own value names the choice ("Spain"); a check box's is mostly
         # "Yes"/"On", which says nothing the mark does not.
@@ -266,22 +293,27 @@ def _field_text(annot: object, form: object, kind: int) -> str | None:
             label = f"{label}: {export}" if label else export
         return f"{mark} {label}".rstrip()
     if kind in (pdfium_c.FPDF_FORMFIELD_COMBOBOX, pdfium_c.FPDF_FORMFIELD_LISTBOX):
-        chosen = [
-            _utf16(pdfium_c.FPDFAnnot_GetOptionLabel, form, annot, i)
-            for i in range(max(0, pdfium_c.FPDFAnnot_GetOptionCount(form, annot)))
-            if pdfium_c.FPDFAnnot_IsOptionSelected(form, annot, i)
-        ]
-        value = "; ".join(c for c in (_body(c) for c in chosen) if c)
-        value = value or _body(_utf16(pdfium_c.FPDFAnnot_GetFormFieldValue, form, annot))
+        value = _utf16(pdfium_c.FPDFAnnot_GetFormFieldValue, form, annot)
+        if not value:
+            return None  # nothing chosen: no need to look through the options
+        # The options shown for what is chosen (an option's display text, where /V holds
+        # its export value).
+        chosen = []
+        for i in range(max(0, pdfium_c.FPDFAnnot_GetOptionCount(form, annot))):
+            if pdfium_c.FPDFAnnot_IsOptionSelected(form, annot, i):
+                chosen.append(_body(_utf16(pdfium_c.FPDFAnnot_GetOptionLabel, form, annot, i)))
+                if kind == pdfium_c.FPDF_FORMFIELD_COMBOBOX:
+                    break  # a combo box holds one choice
+        value = "; ".join(c for c in chosen if c) or _body(value)
     elif kind == pdfium_c.FPDF_FORMFIELD_TEXTFIELD:
         if pdfium_c.FPDFAnnot_GetFormFieldFlags(form, annot) & _PASSWORD_FIELD:
             return None
-        value = _body(_utf16(pdfium_c.FPDFAnnot_GetFormFieldValue, form, annot))
+        value = _body(_field_value(annot, form, own_name))
     else:  # push buttons, signatures (their appearance is read elsewhere), unknown
         return None
     if not value:
         return None
-    return f"[Field: {_field_label(annot, form)}] {value}"
+    return f"[Field: {_field_label(annot, form, own_name)}] {value}"
 
 
 def _comment_text(annot: object, subtype: int) -> str | None:
@@ -301,28 +333,19 @@ def _comment_text(annot: object, subtype: int) -> str | None:
 # --- placement -----------------------------------------------------------------------
 
 
-@dataclass
-class _Line:
-    """A line of the page's range text: text offsets and the box of its ends."""
-
-    start: int  # text offset of its first character
-    end: int  # text offset just past its last character
-    left: float
-    right: float
-    bottom: float
-    top: float
-
-
 class _Boxes:
-    """Character boxes of one text page, asked for by text offset."""
+    """Character boxes of one text page, asked for by text offset.
+
+    Loose boxes (FPDFText_GetLooseCharBox): the font's full height, so a full stop and a
+    capital of one line share their middle, and half the cost of the tight box's getter.
+    """
 
     def __init__(self, textpage: object, text_length: int) -> None:
         self.textpage = textpage
         # Text offsets are character indices unless PDFium added or left out characters
         # in its text (then the two counts differ and each offset is translated).
         self.direct = text_length == pdfium_c.FPDFText_CountChars(textpage)
-        self._values = [ctypes.c_double() for _ in range(4)]
-        self._refs = [ctypes.byref(v) for v in self._values]
+        self._rect = pdfium_c.FS_RECTF()
 
     def box(self, offset: int) -> tuple[float, float, float, float] | None:
         """(left, right, bottom, top) of the character at text ``offset``."""
@@ -331,29 +354,10 @@ class _Boxes:
             if self.direct
             else pdfium_c.FPDFText_GetCharIndexFromTextIndex(self.textpage, offset)
         )
-        return self.char_box(index)
-
-    def char_box(self, index: int) -> tuple[float, float, float, float] | None:
-        """(left, right, bottom, top) of character ``index``."""
-        if index < 0 or not pdfium_c.FPDFText_GetCharBox(self.textpage, index, *self._refs):
+        rect = self._rect
+        if index < 0 or not pdfium_c.FPDFText_GetLooseCharBox(self.textpage, index, rect):
             return None
-        left, right, bottom, top = self._values
-        return left.value, right.value, bottom.value, top.value
-
-    def nearest(self, x: float, y: float, x_tolerance: float, y_tolerance: float) -> int:
-        """The index of the character at or nearest to (x, y) within the tolerances, or -1."""
-        # PDFium takes the tolerance as the whole width (half on each side).
-        return int(
-            pdfium_c.FPDFText_GetCharIndexAtPos(
-                self.textpage, x, y, 2 * x_tolerance, 2 * y_tolerance
-            )
-        )
-
-    def offset(self, index: int) -> int:
-        """The text offset of character ``index``."""
-        if self.direct:
-            return index
-        return int(pdfium_c.FPDFText_GetTextIndexFromCharIndex(self.textpage, index))
+        return rect.left, rect.right, min(rect.bottom, rect.top), max(rect.bottom, rect.top)
 
 
 def _range_text(textpage: object) -> str:
@@ -369,101 +373,119 @@ def _range_text(textpage: object) -> str:
     return buffer.raw[:size].decode("utf-16-le", errors="replace")
 
 
-def _lines(text: str, boxes: _Boxes) -> list[_Line]:
-    """Lines of ``text`` with the boxes of their first and last visible characters."""
-    lines: list[_Line] = []
-    for match in re.finditer(r"[^\r\n]+", text):
-        segment = match.group()
-        lead = len(segment) - len(segment.lstrip())
-        trail = len(segment.rstrip())
-        if trail <= lead:
-            continue
-        first = boxes.box(match.start() + lead)
-        last = boxes.box(match.start() + trail - 1)
-        if first is None or last is None:
-            continue
-        lines.append(
-            _Line(
-                start=match.start() + lead,
-                end=match.start() + trail,
-                left=min(first[0], last[0]),
-                right=max(first[1], last[1]),
-                bottom=min(first[2], last[2]),
-                top=max(first[3], last[3]),
-            )
+# A line's visible part (group 1): from its first to its last non-blank character.
+_VISIBLE_LINE = re.compile(r"[^\S\r\n]*([^\r\n]*[^\s])[^\S\r\n]*")
+
+
+class _Lines:
+    """The lines of a page's range text, each measured by its first character's box (its
+    height and left edge: one call into PDFium a line, where asking for the character at
+    a position scans the whole page each time); a line's right end is measured only when
+    an item may sit beside or below it."""
+
+    def __init__(self, text: str, boxes: _Boxes) -> None:
+        self.text = text
+        self.boxes = boxes
+        self.starts: list[int] = []  # text offset of each line's first visible character
+        self.ends: list[int] = []  # ... and just past its last
+        self.lefts: list[float] = []
+        self.bottoms: list[float] = []
+        self.tops: list[float] = []
+        # The loop runs once a line of every page with items: PDFium called directly.
+        textpage, rect, get_box = (
+            boxes.textpage,
+            pdfium_c.FS_RECTF(),
+            pdfium_c.FPDFText_GetLooseCharBox,
         )
-    return lines
+        to_index = None if boxes.direct else pdfium_c.FPDFText_GetCharIndexFromTextIndex
+        for match in _VISIBLE_LINE.finditer(text):
+            start, end = match.span(1)
+            index = start if to_index is None else to_index(textpage, start)
+            if index < 0 or not get_box(textpage, index, rect):
+                continue
+            self.starts.append(start)
+            self.ends.append(end)
+            self.lefts.append(rect.left)
+            bottom, top = rect.bottom, rect.top
+            self.bottoms.append(bottom if bottom <= top else top)
+            self.tops.append(top if bottom <= top else bottom)
+        self.middles = [(b + t) / 2 for b, t in zip(self.bottoms, self.tops, strict=True)]
+        self.order = sorted(range(len(self.starts)), key=self.middles.__getitem__)
+        self.sorted_middles = [self.middles[i] for i in self.order]
+        # Any line whose box takes in a height has its middle within this of it.
+        halves = ((t - b) / 2 for b, t in zip(self.bottoms, self.tops, strict=True))
+        self.reach = max(halves, default=0.0) + 2
+        self._rights: dict[int, float] = {}
 
+    def __bool__(self) -> bool:
+        return bool(self.starts)
 
-def _same_line(line: _Line, item: Item) -> bool:
-    """Whether a line of text sits at the height of ``item`` (their vertical middles meet)."""
-    middle = (item.bottom + item.top) / 2
-    line_middle = (line.bottom + line.top) / 2
-    return line.bottom - 2 <= middle <= line.top + 2 or item.bottom <= line_middle <= item.top
+    def right(self, i: int) -> float:
+        """The right edge of line ``i`` (its last visible character's)."""
+        right = self._rights.get(i)
+        if right is None:
+            box = self.boxes.box(self.ends[i] - 1)
+            right = max(box[1], self.lefts[i]) if box is not None else self.lefts[i]
+            self._rights[i] = right
+        return right
 
+    def beside(self, item: Item) -> list[int]:
+        """The lines at the height of ``item`` (their vertical middles meet), in text order."""
+        middle = (item.bottom + item.top) / 2
+        low = bisect.bisect_left(self.sorted_middles, min(item.bottom, middle - self.reach))
+        high = bisect.bisect_right(self.sorted_middles, max(item.top, middle + self.reach))
+        level = [
+            i
+            for i in self.order[low:high]
+            if self.bottoms[i] - 2 <= middle <= self.tops[i] + 2
+            or item.bottom <= self.middles[i] <= item.top
+        ]
+        level.sort()  # line numbers run in text order
+        return level
 
-def _offset_after_left_text(line: _Line, item: Item, boxes: _Boxes) -> int:
-    """The offset after the last character of ``line`` that ends left of ``item``."""
-    lo, hi = line.start, line.end - 1  # binary search: characters run left to right
-    found = line.start
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        box = boxes.box(mid)
-        if box is not None and box[1] <= item.left + 1:
-            found = mid + 1
-            lo = mid + 1
-        else:
-            hi = mid - 1
-    return found
+    def after_left_text(self, i: int, item: Item) -> int:
+        """The offset after the last character of line ``i`` that ends left of ``item``."""
+        lo, hi = self.starts[i], self.ends[i] - 1  # binary search: characters run left to right
+        found = self.starts[i]
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            box = self.boxes.box(mid)
+            if box is not None and box[1] <= item.left + 1:
+                found = mid + 1
+                lo = mid + 1
+            else:
+                hi = mid - 1
+        return found
 
-
-# How far to the side of a field its label may be (points: two inches).
-_LABEL_REACH = 144.0
-
-
-def _beside(item: Item, boxes: _Boxes) -> tuple[int, str] | None:
-    """The inline place of a field from the one character PDFium finds nearest its left
-    edge (its label), else its right edge (a box before its label); None if neither."""
-    middle = (item.bottom + item.top) / 2
-    reach_y = max((item.top - item.bottom) / 2, 2.0)
-    for x, how in ((item.left - 1, "after"), (item.right + 1, "before")):
-        index = boxes.nearest(x, middle, _LABEL_REACH, reach_y)
-        box = boxes.char_box(index) if index >= 0 else None
-        if box is None or not box[2] - 2 <= middle <= box[3] + 2:
-            continue
-        if how == "after" and box[1] <= item.left + 1:
-            return boxes.offset(index) + 1, how
-        if how == "before" and box[0] >= item.right - 1:
-            return boxes.offset(index), how
-    return None
-
-
-def _position(item: Item, lines: list[_Line], boxes: _Boxes, text: str) -> tuple[int, str]:
-    """Where ``item`` goes in the range text, and how: ``after`` the text before that
-    offset, ``before`` the text from it on (both inline), or on a ``line`` of its own."""
-    if item.inline:
-        level = [line for line in lines if _same_line(line, item)]
-        left_of = [line for line in level if line.left < item.left]
-        if left_of:
-            # The text closest on its left (its label): after its last character there.
-            line = max(left_of, key=lambda ln: min(ln.right, item.left))
-            if line.right <= item.left + 1:
-                return line.end, "after"
-            return _offset_after_left_text(line, item, boxes), "after"
-        if level:  # a box before its label ("☐ I decline"): before that text
-            return min(line.start for line in level), "before"
-    middle = (item.bottom + item.top) / 2
-    above = [line for line in lines if (line.bottom + line.top) / 2 >= middle - 1]
-    if above:
-        # The nearest line above, preferring one that overlaps it horizontally (its column).
-        def distance(line: _Line) -> tuple[bool, float]:
-            overlaps = line.left <= item.right and item.left <= line.right
-            return (not overlaps, (line.bottom + line.top) / 2 - middle)
-
-        line = min(above, key=distance)
-        end = text.find("\n", line.end)
-        return (len(text) if end < 0 else end), "line"
-    return 0, "line"
+    def position(self, item: Item) -> tuple[int, str]:
+        """Where ``item`` goes in the range text, and how: ``after`` the text before that
+        offset, ``before`` the text from it on (both inline), or on a ``line`` of its own."""
+        if item.inline:
+            level = self.beside(item)
+            left_of = [i for i in level if self.lefts[i] < item.left]
+            if left_of:
+                # The text closest on its left (its label): after its last character there.
+                i = max(left_of, key=lambda k: min(self.right(k), item.left))
+                if self.right(i) <= item.left + 1:
+                    return self.ends[i], "after"
+                return self.after_left_text(i, item), "after"
+            if level:  # a box before its label ("☐ I decline"): before that text
+                return self.starts[level[0]], "before"
+        middle = (item.bottom + item.top) / 2
+        # The nearest line above, preferring one that overlaps it horizontally (its
+        # column): lines looked at nearest first, so the right ends measured are few.
+        first = bisect.bisect_left(self.sorted_middles, middle - 1)
+        nearest = -1
+        for i in self.order[first:]:
+            if nearest < 0:
+                nearest = i
+            if self.lefts[i] <= item.right and item.left <= self.right(i):
+                nearest = i
+                break
+        if nearest < 0:
+            return 0, "line"
+        end = self.text.find("\n", self.ends[nearest])
+        return (len(self.text) if end < 0 else end), "line"
 
 
 def locate(bounded: str, textpage: object, items: list[Item]) -> list[tuple[int, bool]]:
@@ -475,31 +497,34 @@ def locate(bounded: str, textpage: object, items: list[Item]) -> list[tuple[int,
     only their line breaks differ.
     """
     text = _range_text(textpage)
-    boxes = _Boxes(textpage, len(text))
-    lines: list[_Line] | None = None  # measured only when a quick look does not do
-    visible = Visible(bounded)
-    places: list[tuple[int, str]] = []
-    for item in items:
-        place = _beside(item, boxes) if item.inline else None
-        if place is None:
-            if lines is None:
-                lines = _lines(text, boxes)
-            place = _position(item, lines, boxes, text) if lines else (0, "line")
-        places.append(place)
+    lines = _Lines(text, _Boxes(textpage, len(text)))
+    places = [lines.position(item) if lines else (0, "line") for item in items]
     # Visible characters before each offset, counted once along the text (in C).
     counts: dict[int, int] = {}
     position = running = 0
     for offset in sorted({offset for offset, _ in places}):
-        running += visible_count(text[position:offset], offset - position)
+        running += visible_count(text, offset, position)
         counts[offset] = running
         position = offset
+    # Each place in ``bounded``: right after its k-th visible character, or right before
+    # the next one; found in one walk along ``bounded``, in rising order.
+    wanted = sorted(
+        {counts[offset] - 1 if how != "before" else counts[offset] for offset, how in places}
+    )
+    walker = Walker(bounded)
+    found_at = {k: walker.offset_of(k) if k >= 0 else -1 for k in wanted}
     found: list[tuple[int, bool]] = []
     for offset, how in places:
         k = counts[offset]
-        target = visible.before(k) if how == "before" else visible.after(k)
-        if how == "line" and k:
-            line_end = bounded.find("\n", target)
-            target = len(bounded) if line_end < 0 else line_end
+        if how == "before":
+            at = found_at[k]
+            target = len(bounded) if at < 0 else at
+        else:
+            at = found_at[k - 1] if k else 0
+            target = 0 if not k else len(bounded) if at < 0 else at + 1
+            if how == "line" and k:
+                line_end = bounded.find("\n", target)
+                target = len(bounded) if line_end < 0 else line_end
         found.append((target, how != "line"))
     return found
 
@@ -507,49 +532,41 @@ def locate(bounded: str, textpage: object, items: list[Item]) -> list[tuple[int,
 _BLANKS = " \t\r\n"
 
 
-def visible_count(text: str, end: int) -> int:
-    """Characters of ``text[:end]`` that are not blanks (counted in C, by str.count)."""
-    return end - sum(text.count(blank, 0, end) for blank in _BLANKS)
+def visible_count(text: str, end: int, start: int = 0) -> int:
+    """Characters of ``text[start:end]`` that are not blanks (counted in C, by str.count)."""
+    return (
+        end
+        - start
+        - text.count(" ", start, end)
+        - text.count("\n", start, end)
+        - text.count("\t", start, end)
+        - text.count("\r", start, end)
+    )
 
 
-class Visible:
-    """Offsets of a text by how many visible (non-blank) characters come before them."""
+class Walker:
+    """Offsets of a text's visible characters by their number, asked for in rising order
+    (each step counts the characters between in C, by str.count)."""
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.starts: list[int] = []  # offset where each line starts
-        self.counts: list[int] = []  # visible characters before each line
-        position = count = 0
-        for line in text.split("\n"):
-            self.starts.append(position)
-            self.counts.append(count)
-            position += len(line) + 1
-            count += visible_count(line, len(line))
-        self.total = count
+        self.position = 0  # an offset ...
+        self.count = 0  # ... and how many visible characters come before it
 
-    def _offset(self, k: int, after: bool) -> int:
-        """The offset just after the ``k``-th visible character, or just before the next."""
-        if k <= 0:
-            return 0 if after else self._offset(1, True) - 1 if self.total else len(self.text)
-        if k > self.total or (not after and k >= self.total):
-            return len(self.text)
-        target = k if after else k + 1
-        row = bisect.bisect_left(self.counts, target) - 1
-        seen = self.counts[row]
-        for offset in range(self.starts[row], len(self.text)):
-            if self.text[offset] not in _BLANKS:
-                seen += 1
-                if seen == target:
-                    return offset + 1 if after else offset
-        return len(self.text)
-
-    def after(self, k: int) -> int:
-        """The offset right after the ``k``-th visible character (0 for none)."""
-        return self._offset(k, True)
-
-    def before(self, k: int) -> int:
-        """The offset of the visible character that follows ``k`` of them."""
-        return self._offset(k, False)
+    def offset_of(self, k: int) -> int:
+        """The offset of visible character ``k`` (0-based), or -1 past the end."""
+        if k < self.count:
+            self.position = self.count = 0
+        text = self.text
+        while self.count < k:
+            end = min(self.position + k - self.count, len(text))
+            if end <= self.position:
+                return -1
+            self.count += visible_count(text, end, self.position)
+            self.position = end
+        while self.position < len(text) and text[self.position] in _BLANKS:
+            self.position += 1
+        return self.position if self.position < len(text) else -1
 
 
 def insert(bounded: str, items: list[Item], places: list[tuple[int, bool]]) -> str:

@@ -17,7 +17,7 @@ import re
 
 import pypdfium2.raw as pdfium_c
 
-from desktop.documents.pdf_forms import visible_count
+from desktop.documents.pdf_forms import Walker, visible_count
 
 # As poppler's pdftotext (minWordBreakSpace): wider than kerning and letter-spacing,
 # narrower than the narrowest word space of justified text.
@@ -82,7 +82,7 @@ def restore_spaces(bounded: str, textpage: object) -> str:
     direct = len(text) == count
     if visible_count(text, len(text)) != visible_count(bounded, len(bounded)):
         return bounded  # the two texts differ beyond line breaks: nothing safe to carry
-    in_text = _Walker(text)
+    in_text = Walker(text)
     box = pdfium_c.FS_RECTF()
     inserts: list[int] = []
 
@@ -112,31 +112,6 @@ def restore_spaces(bounded: str, textpage: object) -> str:
         position = at
     pieces.append(bounded[position:])
     return " ".join(pieces)
-
-
-class _Walker:
-    """Offsets of a text's visible characters by their number, asked for in rising order
-    (each step counts the characters between in C, by str.count)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.position = 0  # an offset ...
-        self.count = 0  # ... and how many visible characters come before it
-
-    def offset_of(self, k: int) -> int:
-        """The offset of visible character ``k`` (0-based), or -1 past the end."""
-        if k < self.count:
-            self.position = self.count = 0
-        text = self.text
-        while self.count < k:
-            chunk = text[self.position : self.position + k - self.count]
-            if not chunk:
-                return -1
-            self.count += visible_count(chunk, len(chunk))
-            self.position += len(chunk)
-        while self.position < len(text) and text[self.position] in _BLANKS:
-            self.position += 1
-        return self.position if self.position < len(text) else -1
 
 
 def _gap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
