@@ -233,6 +233,37 @@ def test_the_migration_indexes_an_existing_database_in_batches(tmp_path: Path) -
     store.close()
 
 
+def test_an_m005_database_upgrades_to_the_merge_policy_and_stays_searchable(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "longdoc.db"
+    conn = sqlite3.connect(str(path), isolation_level=None)
+    fts.register(conn)
+    upto_m005 = Migrations(MIGRATIONS.name)
+    for migration in MIGRATIONS._migrations:
+        upto_m005._migrations.append(migration)
+        if migration.name.startswith("m005"):
+            break
+    upto_m005.apply(conn)
+    conn.execute(
+        "INSERT INTO documents (sha256, path, kind, title, page_count) VALUES (?, '/m5.pdf',"
+        " 'pdf', 'M5', 1)",
+        [f"{5:064x}"],
+    )
+    conn.execute(
+        "INSERT INTO pages (sha256, number, label, text) VALUES (?, 1, '1', 'a narwhal')",
+        [f"{5:064x}"],
+    )
+    conn.close()
+    store = Store(path)  # m006 runs
+    config = dict(store.conn.execute("SELECT k, v FROM pages_fts_config").fetchall())
+    assert config["automerge"] == 0 and config["crisismerge"] == 64
+    store.save_document(make_document([contract(1, "a second narwhal")]))
+    assert len(search.search(store, "narwhal").hits) == 2
+    check_indexes(store)
+    store.close()
+
+
 def test_search_completes_the_backfill_first(tmp_path: Path) -> None:
     path = tmp_path / "longdoc.db"
     _old_database(path)
