@@ -33,7 +33,9 @@ from desktop.errors import DocumentEmpty, DocumentError, DocumentUnreadable, Usa
 # 4: PDF form values and annotations in the page text, unloadable pages kept.
 # 5: glued PDF words spaced, WebVTT cue boundaries, Word imported parts, form fields,
 #    symbols, list overrides, headers of empty bodies; readable titles.
-EXTRACTOR_VERSION = 5
+# 6: PDF form values drawn only in appearances, widgets outside the AcroForm, numbered
+#    radio states by their /Opt entry, combo export values.
+EXTRACTOR_VERSION = 6
 
 PDF_SUFFIX = ".pdf"
 

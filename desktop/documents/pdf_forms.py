@@ -52,7 +52,22 @@ _COMMENT_TYPES = frozenset(
 _HIDDEN = pdfium_c.FPDF_ANNOT_FLAG_HIDDEN | pdfium_c.FPDF_ANNOT_FLAG_NOVIEW
 _PASSWORD_FIELD = 1 << 13  # field flag bit 14: the value is never shown
 CHECKED, UNCHECKED = "☒", "☐"
-_CHECK_VALUES = frozenset({"yes", "on", "off", "1", "true", "x"})
+# A check box's on-state that says no more than the mark (English, German, French,
+# Spanish, Italian and producers' own).
+_CHECK_VALUES = frozenset(
+    {"yes", "on", "off", "1", "true", "x", "ja", "oui", "si", "sí", "checked", "check", "selected"}
+)
+# A widget outside the form's fields: its field type from its own /FT.
+_OWN_TYPES = {
+    "Tx": pdfium_c.FPDF_FORMFIELD_TEXTFIELD,
+    "Ch": pdfium_c.FPDF_FORMFIELD_COMBOBOX,
+    "Btn": pdfium_c.FPDF_FORMFIELD_CHECKBOX,
+    "Sig": pdfium_c.FPDF_FORMFIELD_SIGNATURE,
+}
+# Operators that show text, in an appearance stream: the widget's words may be there alone.
+# A string that is not empty, before Tj, ' or " (or inside the array before TJ).
+_STRING = r"(?:\((?:[^()\\]|\\.)+\)|<[0-9A-Fa-f\s]*[0-9A-Fa-f][0-9A-Fa-f\s]*>)"
+_SHOWS_TEXT = re.compile(rf"{_STRING}\s*(?:Tj|'|\")|\[[^\]]*{_STRING}[^\]]*\]\s*TJ")
 # "[0]" index suffixes of XFA-style names: "form1[0].Page1[0].Country[0]" -> "Country".
 _INDEX_SUFFIX = re.compile(r"\[\d+\]")
 _LABEL_MAX = 80
@@ -173,14 +188,22 @@ def _item(annot: object, form: object | None) -> Item | None:
         return None  # links (most annotations of most documents) carry no text
     signature = False
     if subtype == pdfium_c.FPDF_ANNOT_WIDGET:
-        if not form:
-            return None
-        kind = pdfium_c.FPDFAnnot_GetFormFieldType(form, annot)
+        kind = pdfium_c.FPDFAnnot_GetFormFieldType(form, annot) if form else -1
+        if kind <= pdfium_c.FPDF_FORMFIELD_UNKNOWN:
+            # Not in the form's fields (no AcroForm, or not listed in it): a viewer still
+            # shows it, so its own dictionary says what it is.
+            kind, form = (
+                _OWN_TYPES.get(_utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"FT"), -1),
+                None,
+            )
         signature = kind == pdfium_c.FPDF_FORMFIELD_SIGNATURE
         if signature and not pdfium_c.FPDFAnnot_HasKey(annot, b"AP"):
             return None  # an unsigned signature field shows nothing
-        text = "[Signature]" if signature else _field_text(annot, form, kind)
-        inline = not signature
+        inline = not signature  # a signature goes on a line of its own
+        if signature:
+            text: str | None = "[Signature]"
+        else:
+            text, signature = _field_text(annot, form, kind)
     elif subtype in _COMMENT_TYPES:
         text = _comment_text(annot, subtype)
         inline = False
@@ -235,6 +258,8 @@ def read_signatures(document: object, index: int, items: list[Item]) -> list[Ite
                 shown = _body(
                     _bounded_text(textpage, (item.left, item.top, item.right, item.bottom))
                 ).replace("\n", " ")
+                if not shown and item.text.startswith("[Field:"):
+                    continue  # a field's appearance that shows nothing after all
                 item = replace(item, text=f"{item.text} {shown}" if shown else item.text)
             result.append(item)
         return result
@@ -244,76 +269,120 @@ def read_signatures(document: object, index: int, items: list[Item]) -> list[Ite
         pdfium_c.FPDF_ClosePage(page)
 
 
-def _field_label(annot: object, form: object, own_name: str) -> str:
+def _field_label(annot: object, form: object | None, own_name: str) -> str:
     """What a field is called for the reader: its tooltip (TU), else its own name."""
-    alternate = _one_line(_utf16(pdfium_c.FPDFAnnot_GetFormFieldAlternateName, form, annot), 200)
+    if form:
+        alternate = _utf16(pdfium_c.FPDFAnnot_GetFormFieldAlternateName, form, annot)
+    else:
+        alternate = _utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"TU")
+    alternate = _one_line(alternate, 200)
     if alternate and len(alternate) <= _LABEL_MAX:
         return alternate
-    name = own_name or _utf16(pdfium_c.FPDFAnnot_GetFormFieldName, form, annot)
+    name = own_name or (_utf16(pdfium_c.FPDFAnnot_GetFormFieldName, form, annot) if form else "")
     if "[" in name:
         name = _INDEX_SUFFIX.sub("", name)
     last = name.rsplit(".", 1)[-1]
     return _one_line(last.replace("_", " "), _LABEL_MAX) or alternate[:_LABEL_MAX]
 
 
-def _field_value(annot: object, form: object, own_name: str) -> str:
+def _field_value(annot: object, form: object | None, own_name: str) -> str:
     """A field's value (/V). A widget with a name of its own is its field (merged): its own
     /V is the value, read in a third of the time the form's getter takes to find the field
     by its full name; a kid widget's value is its parent field's."""
-    if own_name:
+    if own_name or not form:
         if not pdfium_c.FPDFAnnot_HasKey(annot, b"V"):
             return ""
         value = _utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"V")
-        if value:
+        if value or not form:
             return value
     # Inherited, or not a string (a name, an array, a text stream): the form reads it.
     return _utf16(pdfium_c.FPDFAnnot_GetFormFieldValue, form, annot)
 
 
-def _field_text(annot: object, form: object, kind: int) -> str | None:
-    """A widget's state or value, marked: ``[Field: Country] Spain``, ``☒ I accept``."""
+def _shows_text(annot: object) -> bool:
+    """Whether the widget's normal appearance draws text (a value filled in by a producer
+    that left /V out, or a value flattened into the appearance)."""
+    if not pdfium_c.FPDFAnnot_HasKey(annot, b"AP"):
+        return False
+    content = _utf16(pdfium_c.FPDFAnnot_GetAP, annot, pdfium_c.FPDF_ANNOT_APPEARANCEMODE_NORMAL)
+    return bool(content) and _SHOWS_TEXT.search(content) is not None
+
+
+def _button_state(annot: object, form: object | None) -> str:
+    """A check box's or radio button's state: its appearance state (/AS), else its value."""
+    # FPDFAnnot_IsChecked and the export getter need the form's view of the page
+    # (FORM_OnAfterLoadPage), which costs more than the rest of a form page.
+    state = _utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"AS")
+    if not state:  # no appearance states: the field's value decides (a check box)
+        state = (
+            _utf16(pdfium_c.FPDFAnnot_GetFormFieldValue, form, annot)
+            if form
+            else _utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"V")
+        )
+    return state
+
+
+def _field_text(annot: object, form: object | None, kind: int) -> tuple[str | None, bool]:
+    """A widget's state or value, marked (``[Field: Country] Spain``, ``☒ I accept``), and
+    whether its words are to be read from its appearance (a value shown only there).
+
+    ``form`` is None for a widget outside the form's fields: then its own dictionary
+    is read."""
     # The widget's own partial name (/T) is the full name's last part when the widget is
     # its field; a kid widget has none. A third of the cost of the full name.
     own_name = _utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"T")
     if kind in (pdfium_c.FPDF_FORMFIELD_CHECKBOX, pdfium_c.FPDF_FORMFIELD_RADIOBUTTON):
-        # The widget's appearance state (/AS) is its state and, when on, its export value:
-        # FPDFAnnot_IsChecked and the export getter need the form's view of the page
-        # (FORM_OnAfterLoadPage), which costs more than the rest of a form page.
-        state = _utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"AS")
-        if not state:  # no appearance states: the field's value decides (a check box)
-            state = _utf16(pdfium_c.FPDFAnnot_GetFormFieldValue, form, annot)
+        state = _button_state(annot, form)
         on = bool(state) and state != "Off"
         mark = CHECKED if on else UNCHECKED
         label = _field_label(annot, form, own_name)
         export = _one_line(state, 80) if on else ""
+        if export.isdigit() and form:
+            # Acrobat names the states of a group by number and lists what they stand
+            # for in the field's /Opt.
+            count = pdfium_c.FPDFAnnot_GetOptionCount(form, annot)
+            if 0 <= int(export) < count:
+                shown = _utf16(pdfium_c.FPDFAnnot_GetOptionLabel, form, annot, int(export))
+                export = _one_line(shown, 80) or export
         # A radio button's own value names the choice ("Spain"); a check box's is mostly
         # "Yes"/"On", which says nothing the mark does not.
         trivial = kind == pdfium_c.FPDF_FORMFIELD_CHECKBOX and export.lower() in _CHECK_VALUES
         if export and not trivial and export.lower() != label.lower():
             label = f"{label}: {export}" if label else export
-        return f"{mark} {label}".rstrip()
+        return f"{mark} {label}".rstrip(), False
     if kind in (pdfium_c.FPDF_FORMFIELD_COMBOBOX, pdfium_c.FPDF_FORMFIELD_LISTBOX):
-        value = _utf16(pdfium_c.FPDFAnnot_GetFormFieldValue, form, annot)
-        if not value:
-            return None  # nothing chosen: no need to look through the options
-        # The options shown for what is chosen (an option's display text, where /V holds
-        # its export value).
-        chosen = []
-        for i in range(max(0, pdfium_c.FPDFAnnot_GetOptionCount(form, annot))):
-            if pdfium_c.FPDFAnnot_IsOptionSelected(form, annot, i):
-                chosen.append(_body(_utf16(pdfium_c.FPDFAnnot_GetOptionLabel, form, annot, i)))
-                if kind == pdfium_c.FPDF_FORMFIELD_COMBOBOX:
-                    break  # a combo box holds one choice
-        value = "; ".join(c for c in chosen if c) or _body(value)
+        raw = (
+            _utf16(pdfium_c.FPDFAnnot_GetFormFieldValue, form, annot)
+            if form
+            else _field_value(annot, form, own_name)
+        )
+        value = ""
+        if raw and form:
+            # The options shown for what is chosen (an option's display text, where /V
+            # holds its export value).
+            chosen = []
+            for i in range(max(0, pdfium_c.FPDFAnnot_GetOptionCount(form, annot))):
+                if pdfium_c.FPDFAnnot_IsOptionSelected(form, annot, i):
+                    chosen.append(_body(_utf16(pdfium_c.FPDFAnnot_GetOptionLabel, form, annot, i)))
+                    if kind == pdfium_c.FPDF_FORMFIELD_COMBOBOX:
+                        break  # a combo box holds one choice
+            value = "; ".join(c for c in chosen if c)
+            raw = _body(raw)
+            if value and raw and kind == pdfium_c.FPDF_FORMFIELD_COMBOBOX and raw != value:
+                value = f"{value} ({raw})"  # the export value a pair's display stands for
+        value = value or _body(raw)
     elif kind == pdfium_c.FPDF_FORMFIELD_TEXTFIELD:
-        if pdfium_c.FPDFAnnot_GetFormFieldFlags(form, annot) & _PASSWORD_FIELD:
-            return None
+        if form and pdfium_c.FPDFAnnot_GetFormFieldFlags(form, annot) & _PASSWORD_FIELD:
+            return None, False
         value = _body(_field_value(annot, form, own_name))
     else:  # push buttons, signatures (their appearance is read elsewhere), unknown
-        return None
-    if not value:
-        return None
-    return f"[Field: {_field_label(annot, form, own_name)}] {value}"
+        return None, False
+    marker = f"[Field: {_field_label(annot, form, own_name)}]"
+    if value:
+        return f"{marker} {value}", False
+    if _shows_text(annot):
+        return marker, True
+    return None, False
 
 
 def _comment_text(annot: object, subtype: int) -> str | None:
