@@ -20,6 +20,7 @@ import bisect
 import codecs
 import ctypes
 import html
+import operator
 import re
 from dataclasses import dataclass, replace
 from typing import Any
@@ -51,6 +52,10 @@ _COMMENT_TYPES = frozenset(
 )
 _HIDDEN = pdfium_c.FPDF_ANNOT_FLAG_HIDDEN | pdfium_c.FPDF_ANNOT_FLAG_NOVIEW
 _PASSWORD_FIELD = 1 << 13  # field flag bit 14: the value is never shown
+_RADIO, _PUSH_BUTTON, _COMBO = 1 << 15, 1 << 16, 1 << 17  # field flags 16, 17, 18
+# What PDFium's number and rectangle getters write into (every call is under the lock).
+_number = ctypes.c_float()
+_rect = pdfium_c.FS_RECTF()
 CHECKED, UNCHECKED = "☒", "☐"
 # A check box's on-state that says no more than the mark (English, German, French,
 # Spanish, Italian and producers' own).
@@ -188,14 +193,27 @@ def _item(annot: object, form: object | None) -> Item | None:
         return None  # links (most annotations of most documents) carry no text
     signature = False
     if subtype == pdfium_c.FPDF_ANNOT_WIDGET:
-        kind = pdfium_c.FPDFAnnot_GetFormFieldType(form, annot) if form else -1
-        if kind <= pdfium_c.FPDF_FORMFIELD_UNKNOWN:
-            # Not in the form's fields (no AcroForm, or not listed in it): a viewer still
-            # shows it, so its own dictionary says what it is.
-            kind, form = (
-                _OWN_TYPES.get(_utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"FT"), -1),
-                None,
-            )
+        # The widget's own partial name (/T): the full name's last part when the widget
+        # is its field (merged); a kid widget has none.
+        own_name = _utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"T")
+        kind, flags = -1, 0
+        if own_name and not pdfium_c.FPDFAnnot_HasKey(annot, b"Parent"):
+            # A top-level field merged with its widget: its dictionary holds all there is
+            # (nothing to inherit), read directly; the form's getters would first find the
+            # field by its name, the dearest step of a filled form's page.
+            kind, flags = _own_kind(annot)
+            if kind in (pdfium_c.FPDF_FORMFIELD_COMBOBOX, pdfium_c.FPDF_FORMFIELD_LISTBOX):
+                kind = -1  # its options are read through the form
+            else:
+                form = None
+        if kind < 0:
+            kind = pdfium_c.FPDFAnnot_GetFormFieldType(form, annot) if form else -1
+            if kind <= pdfium_c.FPDF_FORMFIELD_UNKNOWN:
+                # Not in the form's fields (no AcroForm, or not listed in it): a viewer
+                # still shows it, so its own dictionary says what it is.
+                (kind, flags), form = _own_kind(annot), None
+            elif form:
+                flags = pdfium_c.FPDFAnnot_GetFormFieldFlags(form, annot)
         signature = kind == pdfium_c.FPDF_FORMFIELD_SIGNATURE
         if signature and not pdfium_c.FPDFAnnot_HasKey(annot, b"AP"):
             return None  # an unsigned signature field shows nothing
@@ -203,7 +221,7 @@ def _item(annot: object, form: object | None) -> Item | None:
         if signature:
             text: str | None = "[Signature]"
         else:
-            text, signature = _field_text(annot, form, kind)
+            text, signature = _field_text(annot, form, kind, own_name, flags)
     elif subtype in _COMMENT_TYPES:
         text = _comment_text(annot, subtype)
         inline = False
@@ -215,7 +233,7 @@ def _item(annot: object, form: object | None) -> Item | None:
         return None
     if not text:
         return None
-    rect = pdfium_c.FS_RECTF()
+    rect = _rect
     if not pdfium_c.FPDFAnnot_GetRect(annot, rect):
         rect.left = rect.right = rect.top = rect.bottom = 0.0
     return Item(
@@ -290,10 +308,8 @@ def _field_value(annot: object, form: object | None, own_name: str) -> str:
     /V is the value, read in a third of the time the form's getter takes to find the field
     by its full name; a kid widget's value is its parent field's."""
     if own_name or not form:
-        if not pdfium_c.FPDFAnnot_HasKey(annot, b"V"):
-            return ""
         value = _utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"V")
-        if value or not form:
+        if value or not form or not pdfium_c.FPDFAnnot_HasKey(annot, b"V"):
             return value
     # Inherited, or not a string (a name, an array, a text stream): the form reads it.
     return _utf16(pdfium_c.FPDFAnnot_GetFormFieldValue, form, annot)
@@ -322,15 +338,29 @@ def _button_state(annot: object, form: object | None) -> str:
     return state
 
 
-def _field_text(annot: object, form: object | None, kind: int) -> tuple[str | None, bool]:
+def _own_kind(annot: object) -> tuple[int, int]:
+    """A widget's field type and flags from its own dictionary (/FT, /Ff)."""
+    kind = _OWN_TYPES.get(_utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"FT"), -1)
+    number = _number
+    flags = int(number.value) if pdfium_c.FPDFAnnot_GetNumberValue(annot, b"Ff", number) else 0
+    if kind == pdfium_c.FPDF_FORMFIELD_CHECKBOX:
+        if flags & _PUSH_BUTTON:
+            kind = pdfium_c.FPDF_FORMFIELD_PUSHBUTTON
+        elif flags & _RADIO:
+            kind = pdfium_c.FPDF_FORMFIELD_RADIOBUTTON
+    elif kind == pdfium_c.FPDF_FORMFIELD_COMBOBOX and not flags & _COMBO:
+        kind = pdfium_c.FPDF_FORMFIELD_LISTBOX
+    return kind, flags
+
+
+def _field_text(
+    annot: object, form: object | None, kind: int, own_name: str, flags: int
+) -> tuple[str | None, bool]:
     """A widget's state or value, marked (``[Field: Country] Spain``, ``☒ I accept``), and
     whether its words are to be read from its appearance (a value shown only there).
 
-    ``form`` is None for a widget outside the form's fields: then its own dictionary
-    is read."""
-    # The widget's own partial name (/T) is the full name's last part when the widget is
-    # its field; a kid widget has none. A third of the cost of the full name.
-    own_name = _utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"T")
+    ``form`` is None for a widget read from its own dictionary (a top-level field, or one
+    outside the form's fields); ``flags`` are its field flags (/Ff)."""
     if kind in (pdfium_c.FPDF_FORMFIELD_CHECKBOX, pdfium_c.FPDF_FORMFIELD_RADIOBUTTON):
         state = _button_state(annot, form)
         on = bool(state) and state != "Off"
@@ -372,7 +402,7 @@ def _field_text(annot: object, form: object | None, kind: int) -> tuple[str | No
                 value = f"{value} ({raw})"  # the export value a pair's display stands for
         value = value or _body(raw)
     elif kind == pdfium_c.FPDF_FORMFIELD_TEXTFIELD:
-        if form and pdfium_c.FPDFAnnot_GetFormFieldFlags(form, annot) & _PASSWORD_FIELD:
+        if flags & _PASSWORD_FIELD:
             return None, False
         value = _body(_field_value(annot, form, own_name))
     else:  # push buttons, signatures (their appearance is read elsewhere), unknown
@@ -478,12 +508,12 @@ class _Lines:
             bottom, top = rect.bottom, rect.top
             self.bottoms.append(bottom if bottom <= top else top)
             self.tops.append(top if bottom <= top else bottom)
-        self.middles = [(b + t) / 2 for b, t in zip(self.bottoms, self.tops, strict=True)]
+        # Sums and differences in C (map), not a Python loop: this runs on every form page.
+        self.middles = [total / 2 for total in map(operator.add, self.bottoms, self.tops)]
         self.order = sorted(range(len(self.starts)), key=self.middles.__getitem__)
-        self.sorted_middles = [self.middles[i] for i in self.order]
+        self.sorted_middles = list(map(self.middles.__getitem__, self.order))
         # Any line whose box takes in a height has its middle within this of it.
-        halves = ((t - b) / 2 for b, t in zip(self.bottoms, self.tops, strict=True))
-        self.reach = max(halves, default=0.0) + 2
+        self.reach = max(map(operator.sub, self.tops, self.bottoms), default=0.0) / 2 + 2
         self._rights: dict[int, float] = {}
 
     def __bool__(self) -> bool:

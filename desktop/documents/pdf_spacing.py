@@ -96,8 +96,11 @@ def restore_spaces(bounded: str, textpage: object) -> str:
         size = float(pdfium_c.FPDFText_GetFontSize(textpage, index))
         return box.left, box.right, box.bottom, box.top, size
 
+    counted = seen = 0  # visible characters before offset ``counted``: words come in order
     for start, end in words:
-        first = visible_count(bounded, start)  # a word holds no blanks
+        seen += visible_count(bounded, start, counted)
+        counted = start
+        first = seen  # a word holds no blanks
         previous = char_box(first)
         for j in range(1, end - start):
             current = char_box(first + j)
