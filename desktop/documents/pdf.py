@@ -19,7 +19,16 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from desktop.documents.model import Document, OutlineEntry, Page
-from desktop.documents.pdf_forms import insert, locate, page_items, page_text, read_signatures
+from desktop.documents.pdf_forms import (
+    CHECKED,
+    UNCHECKED,
+    insert,
+    locate,
+    page_items,
+    page_text,
+    read_signatures,
+    xfa_values,
+)
 from desktop.documents.pdf_spacing import looks_glued, restore_spaces
 from desktop.documents.titles import choose_title
 from desktop.errors import DocumentEmpty, DocumentEncrypted, DocumentUnreadable
@@ -111,6 +120,7 @@ def extract_pdf(path: Path, data: bytes) -> Document:
                     unread.append(i + 1)
                     text = UNREAD_PAGE
                 pages.append(Page(number=i + 1, label=_page_label(pdf, i) or str(i + 1), text=text))
+            xfa = xfa_values(pdf.raw) if form and not _has_field(pages) else []
             outline = _outline(pdf, n_pages)
             metadata = _metadata(pdf)
         except pdfium.PdfiumError as exc:
@@ -120,8 +130,17 @@ def extract_pdf(path: Path, data: bytes) -> Document:
 
     if len(unread) == n_pages:
         raise DocumentUnreadable(path, "the PDF is damaged: none of its pages can be read")
-    empty = [p.number for p in pages if not p.text]
     warnings = []
+    if xfa:
+        # Where each value appears is not known without an XFA renderer: all of them go
+        # after the first page's text (which a dynamic form fills with "Please wait...").
+        first = pages[0]
+        pages[0] = Page(first.number, first.label, "\n".join([first.text, *xfa]).strip())
+        warnings.append(
+            f"the PDF is an XFA form: its {len(xfa)} filled-in values are listed after the "
+            "first page's text, not where they appear"
+        )
+    empty = [p.number for p in pages if not p.text]
     if unread:
         warnings.append(unread_warning(unread, n_pages))
         metadata[UNREAD_KEY] = ", ".join(str(n) for n in unread)
@@ -202,6 +221,11 @@ def _page_text(pdf: pdfium.PdfDocument, index: int, form: object | None) -> str 
     # page is closed.
     items = read_signatures(pdf.raw, index, items)
     return clean_text(insert(text, items, places))
+
+
+def _has_field(pages: list[Page]) -> bool:
+    """Whether any page holds a form value read from a widget."""
+    return any("[Field:" in p.text or CHECKED in p.text or UNCHECKED in p.text for p in pages)
 
 
 def _page_label(pdf: pdfium.PdfDocument, index: int) -> str | None:

@@ -689,3 +689,57 @@ def insert(bounded: str, items: list[Item], places: list[tuple[int, bool]]) -> s
         last = out[-1][-1]
     out.append(bounded[position:])
     return "".join(out)
+
+
+# --- XFA ---------------------------------------------------------------------------------
+
+# A dynamic XFA form (Adobe LiveCycle) has no widgets PDFium can read: its pages say
+# "Please wait..." and the values live in the XML of its datasets packet.
+XFA_MAX_VALUES = 2_000
+_XFA_MAX_BYTES = 16 << 20
+
+
+def _packet(document: object, index: int) -> tuple[str, bytes]:
+    """The name and bytes of XFA packet ``index``."""
+    size = int(pdfium_c.FPDF_GetXFAPacketName(document, index, None, 0))
+    name = ""
+    if 0 < size < 256:
+        raw = ctypes.create_string_buffer(size)
+        pdfium_c.FPDF_GetXFAPacketName(document, index, raw, size)
+        name = raw.value.decode("latin-1")
+    needed = ctypes.c_ulong(0)
+    pdfium_c.FPDF_GetXFAPacketContent(document, index, None, 0, ctypes.byref(needed))
+    if not 0 < needed.value <= _XFA_MAX_BYTES:
+        return name, b""
+    content = ctypes.create_string_buffer(needed.value)
+    if not pdfium_c.FPDF_GetXFAPacketContent(
+        document, index, content, needed.value, ctypes.byref(needed)
+    ):
+        return name, b""
+    return name, content.raw[: needed.value]
+
+
+def xfa_values(document: object) -> list[str]:
+    """The filled-in values of an XFA form's datasets, marked as fields are
+    (``[Field: Country] Spain``), in the data's order; [] when there are none."""
+    from desktop.documents.source import parse_xml
+
+    for index in range(max(0, int(pdfium_c.FPDF_GetXFAPacketCount(document)))):
+        name, data = _packet(document, index)
+        if name != "datasets" or not data:
+            continue
+        try:
+            root = parse_xml("XFA datasets", data)
+        except ValueError:  # damaged XML, or a DTD refused: nothing safe to read
+            return []
+        values: list[str] = []
+        for element in root.iter():
+            tag = element.tag.rsplit("}", 1)[-1]
+            text = _body(element.text or "")
+            if len(element) or not text or tag == "dataDescription":
+                continue  # a group, an empty leaf, or the schema description
+            values.append(f"[Field: {_one_line(tag.replace('_', ' '), _LABEL_MAX)}] {text}")
+            if len(values) >= XFA_MAX_VALUES:
+                break
+        return values
+    return []

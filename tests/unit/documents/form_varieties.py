@@ -259,3 +259,26 @@ def hostile(path: Path, kids: int = 50_000) -> Path:
         )
     )
     return pdf.write(path, acroform=b"/Fields [%s] /NeedAppearances true" % field_refs)
+
+
+XFA_DATASETS = (
+    b'<xfa:datasets xmlns:xfa="http://www.xfa.org/schema/xfa-data/1.0/"><xfa:data>'
+    b"<form1><Applicant><FirstName>Luc\xc3\xada</FirstName><LastName>Garzas</LastName>"
+    b"</Applicant><Country>Spain</Country><Empty/></form1></xfa:data>"
+    b'<dd:dataDescription xmlns:dd="http://ns.adobe.com/data-description/">x'
+    b"</dd:dataDescription></xfa:datasets>"
+)
+
+
+def xfa_only(path: Path, datasets: bytes = XFA_DATASETS) -> Path:
+    """A dynamic XFA form as LiveCycle writes one: a "Please wait" page, the values in the
+    datasets packet, no AcroForm fields."""
+    pdf = RawPdf()
+    template = pdf.stream(b'<template xmlns="http://www.xfa.org/schema/xfa-template/3.3/"/>')
+    data = pdf.stream(datasets)
+    pdf.page("p1", [draw_text(72, 700, "Please wait... this form needs Adobe Reader.")])
+    return pdf.write(
+        path,
+        acroform=b"/Fields [] /XFA [(template) %d 0 R (datasets) %d 0 R]" % (template, data),
+        catalog=b"/NeedsRendering true",
+    )

@@ -89,12 +89,15 @@ class RawPdf:
         )
         self.pages.append(name)
 
-    def write(self, path: Path, acroform: bytes | None = None, info: bytes = b"") -> Path:
-        """Write the file: ``acroform`` is the AcroForm dictionary's body (None: no form)."""
+    def write(
+        self, path: Path, acroform: bytes | None = None, info: bytes = b"", catalog: bytes = b""
+    ) -> Path:
+        """Write the file: ``acroform`` is the AcroForm dictionary's body (None: no form),
+        ``catalog`` more of the catalog's entries."""
         kids = b" ".join(b"{%s} 0 R" % p.encode() for p in self.pages)
         self.add(b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, len(self.pages)), "pages")
         form = b" /AcroForm << %s >>" % acroform if acroform is not None else b""
-        root = self.add(b"<< /Type /Catalog /Pages {pages} 0 R%s >>" % form)
+        root = self.add(b"<< /Type /Catalog /Pages {pages} 0 R%s %s >>" % (form, catalog))
 
         def resolve(match: re.Match[bytes]) -> bytes:
             return b"%d" % self.names[match.group(1).decode()]

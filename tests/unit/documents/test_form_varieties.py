@@ -10,7 +10,7 @@ import pytest
 from desktop.documents import extract
 from tests.support.cli import longdoc
 from tests.unit.documents.form_recall import recall, words
-from tests.unit.documents.form_varieties import hostile, orphan_widgets, varieties
+from tests.unit.documents.form_varieties import hostile, orphan_widgets, varieties, xfa_only
 
 
 @pytest.fixture(scope="module")
@@ -82,3 +82,25 @@ def test_a_hostile_form_does_not_stop_a_multi_file_ingest(tmp_path: Path) -> Non
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert result.stdout.count('"sha256"') == 2
+
+
+def test_an_xfa_forms_values_are_listed_on_its_first_page(tmp_path: Path) -> None:
+    doc = extract(xfa_only(tmp_path / "xfa.pdf"))
+    assert doc.pages[0].text.splitlines() == [
+        "Please wait... this form needs Adobe Reader.",
+        "[Field: FirstName] Lucía",
+        "[Field: LastName] Garzas",
+        "[Field: Country] Spain",
+    ]
+    assert doc.warnings == [
+        "the PDF is an XFA form: its 3 filled-in values are listed after the first page's"
+        " text, not where they appear"
+    ]
+
+
+def test_damaged_or_hostile_xfa_data_is_left_out(tmp_path: Path) -> None:
+    bomb = b'<!DOCTYPE x [<!ENTITY a "aaaa">]><xfa:datasets>&a;</xfa:datasets>'
+    for n, datasets in enumerate((b"<unclosed><a>1</a>", bomb)):
+        doc = extract(xfa_only(tmp_path / f"x{n}.pdf", datasets))
+        assert doc.pages[0].text == "Please wait... this form needs Adobe Reader."
+        assert doc.warnings == []
