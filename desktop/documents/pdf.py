@@ -228,13 +228,21 @@ def _has_field(pages: list[Page]) -> bool:
     return any("[Field:" in p.text or CHECKED in p.text or UNCHECKED in p.text for p in pages)
 
 
+# The page-label getter's buffer, reused (calls into PDFium happen under PDFIUM_LOCK).
+_LABEL_BUFFER = ctypes.create_string_buffer(256)
+
+
 def _page_label(pdf: pdfium.PdfDocument, index: int) -> str | None:
     """The printed label of page ``index`` ("iv", "A-3"), or None when the PDF has none."""
-    size = pdfium_c.FPDF_GetPageLabel(pdf.raw, index, None, 0)
+    # One call with room for any usual label: PDFium looks the label up in the number
+    # tree on every call, and asking the size first doubled that.
+    buffer = _LABEL_BUFFER
+    size = pdfium_c.FPDF_GetPageLabel(pdf.raw, index, buffer, len(buffer))
     if size <= 2:  # 0: no label; 2: just the UTF-16 terminator
         return None
-    buffer = ctypes.create_string_buffer(size)
-    pdfium_c.FPDF_GetPageLabel(pdf.raw, index, buffer, size)
+    if size > len(buffer):
+        buffer = ctypes.create_string_buffer(size)
+        pdfium_c.FPDF_GetPageLabel(pdf.raw, index, buffer, size)
     label = clean_field(buffer.raw[: size - 2].decode("utf-16-le", errors="replace"))
     return label or None
 
