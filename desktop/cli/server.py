@@ -73,8 +73,9 @@ class ServerCommandFailed(LongdocError):
     """A server-manager error at the CLI edge: its sentence, its exit code."""
 
     def __init__(self, error: ServerManagerError) -> None:
-        super().__init__(error.message)
+        super().__init__(error.message, in_app=str(error))
         self.exit_code = error.exit_code
+        self.items = error.items
 
 
 def _edge(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
