@@ -281,7 +281,9 @@ def leftover_containers(under: Path) -> list[tuple[str, str]]:
 
 def _remove_containers(names: list[str]) -> None:
     podman = shutil.which("podman")
-    for name in names if podman is not None else []:
+    if podman is None:
+        return
+    for name in names:
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             subprocess.run(
                 [podman, "rm", "--force", "--time", "0", name],
