@@ -381,7 +381,7 @@ def _server_key(ctx: Context, facts: _ServerFacts) -> str:
 
 def check_server(ctx: Context, facts: _ServerFacts) -> list[Check]:
     """The server answers with the key, and its context length matches the profile."""
-    from longdoc_net.endpoint import Failure, api_root, classify, list_models
+    from longdoc_net.endpoint import Failure, api_root, classify, list_models, models_url
     from longdoc_net.redirects import redirect_message
 
     profile = facts.profile
@@ -450,7 +450,7 @@ def check_server(ctx: Context, facts: _ServerFacts) -> list[Check]:
                 "Server",
                 "problem",
                 f"The server at {endpoint} gave HTTP {status} without a model list.",
-                "Check that the endpoint is an OpenAI-compatible server (…/v1/models).",
+                f"Check that the endpoint is an OpenAI-compatible server ({models_url(endpoint)}).",
             )
         ]
     card = cards[0]

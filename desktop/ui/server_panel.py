@@ -2,7 +2,7 @@
 
 Two modes. Managed (``settings.endpoint`` empty): the ``server_manager`` starts, stops and
 reports the server of the chosen profile. External (``settings.endpoint`` set): Longdoc
-only looks at that endpoint's ``/health``, ``/v1/models`` and ``/metrics``.
+only looks at that endpoint's health, model list and metrics (``longdoc_net.endpoint.look``).
 """
 
 from __future__ import annotations
