@@ -43,6 +43,19 @@ def run(args: list[str], home: Path, path: str) -> subprocess.CompletedProcess[s
     )
 
 
+def link(target: str, home: Path, path: str) -> subprocess.CompletedProcess[str]:
+    """The link script alone, with no terminal to ask on (it must never ask)."""
+    return subprocess.run(
+        ["bash", str(LINK_SCRIPT), target],
+        env={"HOME": str(home), "PATH": path},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 def system_path() -> str:
     return os.pathsep.join(p for p in ("/usr/local/bin", "/usr/bin", "/bin") if Path(p).is_dir())
 
@@ -84,30 +97,14 @@ def test_an_existing_file_is_never_replaced_and_nothing_is_asked(tmp_path: Path)
     mine.write_text("#!/bin/sh\necho mine\n")
     path = f"{home}/.local/bin/:{system_path()}"  # a trailing slash is the same folder
     target = str(tmp_path / "venv" / "bin" / "longdoc")
-    kept = subprocess.run(
-        ["bash", str(LINK_SCRIPT), target],
-        env={"HOME": str(home), "PATH": path},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    kept = link(target, home, path)
     assert kept.returncode == 0
     assert not mine.is_symlink() and mine.read_text() == "#!/bin/sh\necho mine\n"
     assert "left alone" in kept.stderr and target in kept.stderr
     # A link to another checkout is replaced by one to this checkout.
     mine.unlink()
     mine.symlink_to(tmp_path / "old-checkout" / "longdoc")
-    moved = subprocess.run(
-        ["bash", str(LINK_SCRIPT), target],
-        env={"HOME": str(home), "PATH": path},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    moved = link(target, home, path)
     assert moved.returncode == 0 and os.readlink(mine) == target
 
 
