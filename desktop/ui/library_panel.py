@@ -47,7 +47,7 @@ from desktop.library import expand_paths, open_document
 from desktop.session import DocumentSummary, Store
 from desktop.ui import messages, tasks
 from desktop.ui.search_results import SearchResults
-from desktop.ui.session import unanswerable_reason
+from desktop.ui.session import image_only, unanswerable_reason
 
 log = logging.getLogger("longdoc.ui.library")
 
@@ -107,6 +107,7 @@ class LibraryModel(QAbstractTableModel):
         self.context: ContextLimits | None = None
         self.thinking = True
         self.reserve = 0
+        self.reads_images: bool | None = None  # the server's model; None: not known yet
         self._icons: dict[str, QIcon] = {}
         self._placeholder: Any = None
 
@@ -182,9 +183,20 @@ class LibraryModel(QAbstractTableModel):
 
     def fits(self, row: DocumentSummary) -> tuple[str, str]:
         """The "Fits" cell and its tooltip for a document."""
-        reason = unanswerable_reason(row.kind, row.pages, row.empty_pages)
+        reason = unanswerable_reason(row.kind, row.pages, row.empty_pages, self.reads_images)
         if reason is not None:
             return "✗ no text", f"Cannot be asked about: {reason}"
+        if image_only(row.kind, row.pages, row.empty_pages):
+            # Its pages go as images (the core's rule); what they cost is counted when asked.
+            if self.reads_images:
+                return (
+                    "images",
+                    "Its pages are images: asked about as images, which the server reads",
+                )
+            return "images", (
+                "Its pages are images: asked about as images if the server's model reads "
+                "them, otherwise run it through OCR (e.g. ocrmypdf)"
+            )
         if self.context is None:
             return "", "The server's context length is not known yet"
         # The budget bar's figure for the whole document with the question box empty.
@@ -204,12 +216,17 @@ class LibraryModel(QAbstractTableModel):
         self._placeholder = placeholder
 
     def set_context(
-        self, context: ContextLimits | None, reserve: int, thinking: bool = True
+        self,
+        context: ContextLimits | None,
+        reserve: int,
+        thinking: bool = True,
+        reads_images: bool | None = None,
     ) -> None:
         """New server limits (or settings): one change signal for the whole "Fits" column."""
         self.context = context
         self.reserve = reserve
         self.thinking = thinking
+        self.reads_images = reads_images
         count = self.rowCount()
         if count:
             self.dataChanged.emit(
@@ -477,10 +494,14 @@ class LibraryPanel(QWidget):
         self._update_empty()
 
     def set_context(
-        self, limits: ContextLimits | None, reserve: int, thinking: bool = True
+        self,
+        limits: ContextLimits | None,
+        reserve: int,
+        thinking: bool = True,
+        reads_images: bool | None = None,
     ) -> None:
         """The server's limits (or the settings) changed: recompute the "fits" column."""
-        self.model.set_context(limits, reserve, thinking)
+        self.model.set_context(limits, reserve, thinking, reads_images)
 
     def fits_text(self, sha: str) -> str | None:
         """The "fits" cell of a document (tests)."""

@@ -22,7 +22,7 @@ from desktop.ui.document_view import DocumentView
 from desktop.ui.main_window import MainWindow
 from desktop.ui.settings_dialog import SettingsDialog
 from tests.conftest import API_KEY, CORPUS_DIR
-from tests.gui.conftest import ENCRYPTED, FOUR_PAGES, open_document, wait_ready
+from tests.gui.conftest import ENCRYPTED, FOUR_PAGES, ask, open_document, wait_ready
 from tests.support.sglang_server import FakeSGLang
 
 SCANNED = CORPUS_DIR / "007-imagemagick-images" / "imagemagick-images.pdf"
@@ -36,21 +36,44 @@ def chat_requests(server: FakeSGLang) -> int:
 # --- a scanned PDF (issue 7 I) -----------------------------------------------------------
 
 
-def test_a_scanned_pdf_is_shown_unanswerable_with_the_reason(
+def test_a_scanned_pdf_is_asked_about_as_images_when_the_server_reads_them(
     qtbot: QtBot, window: MainWindow, sglang: FakeSGLang
 ) -> None:
+    """Issue 21 item 7: the app refused image-only PDFs ("✗ no text", Ask disabled) while
+    the CLI sent their pages as images; now it asks as the CLI does (the core's rule)."""
+    qtbot.waitUntil(lambda: window.session.reads_images is True, timeout=20_000)
     open_document(window, qtbot, SCANNED)
-    # Once the server's context is known, the library would otherwise say it fits.
-    qtbot.waitUntil(lambda: window.library.model.context is not None, timeout=20_000)
+    doc = window.document
+    assert doc is not None
+    assert window.library.fits_text(doc.sha256) == "images"
+    assert "asked about as images" in (window.library.fits_tip(doc.sha256) or "")
+    panel = window.ask_panel
+    assert panel.ask_button.isEnabled()
+    result = ask(window, qtbot, "What is in the picture?")
+    assert getattr(result, "answer", None)
+    sent = [r for r in sglang.requests if r.path.endswith("/chat/completions")][-1]
+    parts = [
+        p for m in sent.body["messages"] if isinstance(m["content"], list) for p in m["content"]
+    ]
+    assert sum(p.get("type") == "image_url" for p in parts) == 6  # one per scanned page
+
+
+def test_a_scanned_pdf_is_refused_with_one_reason_when_the_server_reads_no_images(
+    qtbot: QtBot, window: MainWindow, sglang: FakeSGLang
+) -> None:
+    """Without images the reason says so, with OCR as the other way (not the only one)."""
+    sglang.behaviour.image_understanding = False
+    qtbot.waitUntil(lambda: window.session.reads_images is False, timeout=20_000)
+    open_document(window, qtbot, SCANNED)
     doc = window.document
     assert doc is not None
     fits = window.library.fits_text(doc.sha256)
     assert fits == "✗ no text"
     tip = window.library.fits_tip(doc.sha256) or ""
-    assert "no text could be extracted" in tip and "OCR" in tip
+    assert "does not read images" in tip and "or run it through OCR" in tip
     panel = window.ask_panel
     assert not panel.ask_button.isEnabled()
-    assert "no text could be extracted" in panel.ask_button.toolTip()
+    assert "does not read images" in panel.ask_button.toolTip()
     assert "Cannot ask about this document: no text could be extracted" in (
         panel.budget_bar.label.text()
     )
