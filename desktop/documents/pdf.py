@@ -91,7 +91,8 @@ def no_text_reason(n_pages: int, reads_images: bool | None = None) -> str:
         )
     return (
         f"no text could be extracted: {what} only (scanned?); "
-        f"{'it is' if n_pages == 1 else 'they are'} sent as images to a server whose model "
+        f"{'it is sent as an image' if n_pages == 1 else 'they are sent as images'} to a "
+        "server whose model "
         "reads images, otherwise run it through OCR (e.g. ocrmypdf) first"
     )
 

@@ -9,6 +9,7 @@ So nothing on the UI thread is per row beyond a list scan (bench/bench_library.p
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from PySide6.QtCore import (
     QPersistentModelIndex,
     QPoint,
     Qt,
+    QTimer,
     Signal,
     Slot,
 )
@@ -43,9 +45,10 @@ from PySide6.QtWidgets import (
 from desktop.answering.budget import ContextLimits, document_budget, explain_limit
 from desktop.documents.model import Document
 from desktop.errors import DocumentError, plural
-from desktop.library import expand_paths, open_document
+from desktop.library import LibraryChanges, expand_paths, open_document
 from desktop.session import DocumentSummary, Store
 from desktop.ui import messages, tasks
+from desktop.ui.library_follow import LibraryFollower
 from desktop.ui.search_results import SearchResults
 from desktop.ui.session import image_only, unanswerable_reason
 
@@ -155,8 +158,10 @@ class LibraryModel(QAbstractTableModel):
             return self.fits(row)[0]
         if role == Qt.ItemDataRole.ToolTipRole:
             if column == 0:
-                # The path, and what extraction could not read (damaged pages, parts).
-                return "\n".join([row.path, *(f"Warning: {w}" for w in row.warnings)])
+                # The whole title (the cell may elide it), the path, and what extraction
+                # could not read (damaged pages, parts).
+                lines = [_title(row), row.path, *(f"Warning: {w}" for w in row.warnings)]
+                return "\n".join(lines)
             if column == 1 and row.empty_pages:
                 return f"{plural(row.empty_pages, 'page')} without text (scanned?)"
             if column == FITS_COLUMN:
@@ -206,6 +211,26 @@ class LibraryModel(QAbstractTableModel):
         return (
             f"✗ +{budget.overflow:,}",
             f"{budget.overflow:,} tokens too many: {explain_limit(budget)}; ask about a page range",
+        )
+
+    def widest(self) -> tuple[str, str, str]:
+        """The longest Pages, Tokens and Fits texts the documents have (one pass over the
+        rows, no cell formatted: the columns are sized from these)."""
+        docs = [r for r in self._rows if isinstance(r, DocumentSummary)]
+        if not docs:
+            return "", "", ""
+        largest = max(docs, key=lambda r: r.tokens)
+        fits = {self.fits(largest)[0]}
+        if any(
+            unanswerable_reason(r.kind, r.pages, r.empty_pages, self.reads_images) for r in docs
+        ):
+            fits.add("✗ no text")
+        if any(image_only(r.kind, r.pages, r.empty_pages) for r in docs):
+            fits.add("images")
+        return (
+            f"{max(r.pages for r in docs):,}",
+            f"{largest.tokens:,}",
+            max(fits, key=len),
         )
 
     # --- changes, each in one batch ----------------------------------------------------
@@ -424,15 +449,24 @@ class LibraryPanel(QWidget):
         header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         header.setStretchLastSection(False)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        # Widths from typical contents, not ResizeToContents: that measures up to 1,000
-        # rows (through the Python model) on every change. The user can drag them wider.
-        metrics = self.fontMetrics()
-        for column, sample in ((1, "9,999"), (2, "999,999"), (3, "✗ +99,999")):
+        # Title stretches; the others fit their contents, measured from the widest texts
+        # the model has (LibraryModel.widest), not by ResizeToContents: that formats up to
+        # 1,000 rows (through the Python model) on every change. The user can drag them.
+        for column in (1, 2, 3):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)
-            width = max(
-                metrics.horizontalAdvance(sample), metrics.horizontalAdvance(COLUMNS[column])
-            )
-            header.resizeSection(column, width + 14)
+        self._fit_timer = QTimer(self)
+        self._fit_timer.setSingleShot(True)  # one fit per event-loop turn of changes
+        self._fit_timer.timeout.connect(self.fit_columns)
+        for change in (
+            self.model.modelReset,
+            self.model.rowsInserted,
+            self.model.rowsRemoved,
+            self.model.dataChanged,
+        ):
+            change.connect(self._fit_timer.start)
+        self.fit_columns()
+        # Tab moves between widgets, not through the cells (18 presses stayed in here).
+        self.view.setTabKeyNavigation(False)
         self.view.selectionModel().currentRowChanged.connect(self._on_view_current_row_changed)
         self.view.selectionModel().selectionChanged.connect(self._update_set_button)
 
@@ -468,17 +502,44 @@ class LibraryPanel(QWidget):
         layout.addWidget(self.set_ask_button)
         layout.addLayout(buttons)
         self._update_empty()
+        # Tab order: search, the list, its search hits, then the buttons under them.
+        chain = [
+            self.filter_edit,
+            self.view,
+            self.search_results,
+            self.set_ask_button,
+            self.add_button,
+            self.remove_button,
+        ]
+        for first, second in itertools.pairwise(chain):
+            QWidget.setTabOrder(first, second)
+
+        # Documents another Longdoc process adds or removes show here too.
+        self.changes = LibraryChanges(store)
+        self.follower = LibraryFollower(self.changes, self)
+        self.follower.changed.connect(self.set_documents)
+        self.follower.start()
 
     # --- rows -------------------------------------------------------------------------------
 
     def refresh(self) -> None:
         """Reload the list from the store (off the UI thread)."""
         tasks.run_call(
-            self.store.list_documents,
+            self.changes.list_now,
             receiver=self,
             success=self._on_documents_listed,
             name="list documents",
         )
+
+    def fit_columns(self) -> None:
+        """Pages, Tokens and Fits as wide as their widest text (or header); Title the rest."""
+        cells = self.view.fontMetrics()
+        header = self.view.horizontalHeader()
+        labels = header.fontMetrics()
+        pad = 2 * self.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin) + 12
+        for column, text in zip((1, 2, 3), self.model.widest(), strict=True):
+            width = max(cells.horizontalAdvance(text), labels.horizontalAdvance(COLUMNS[column]))
+            header.resizeSection(column, width + pad)
 
     def _on_documents_listed(self, summaries: list[DocumentSummary]) -> None:
         self.set_documents(summaries)

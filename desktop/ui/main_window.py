@@ -394,6 +394,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         """Stop a running answer (stored as incomplete); stop the server only if asked to."""
         self.save_layout()
+        self.library.follower.stop()  # no more checks of a store about to close
         if self.ask_panel.busy:
             messages.info("Stopping the answer…")
         self.ask_panel.shutdown()

@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 LIBRARY_SHARE = 0.55  # the library at its widest: the first-run view keeps 40% of the window
 SQUEEZED = 0.2  # what is right of the library had less of the width: a layout not to keep
 DEFAULT_SIZE = (1400, 860)
-DEFAULT_PANES = [280, 620, 500]  # library, document, ask panel
+# Library, document, ask panel: at 1,400 px the library's titles read ~200 px beside its
+# three number columns (at 280 px they were cut to "Geo…").
+DEFAULT_PANES = [360, 560, 480]
 
 
 def ui_settings() -> QSettings:
@@ -46,7 +48,9 @@ class PaneLayout:
         total = sum(sizes) or self.splitter.width()
         # The library keeps its width beside the first-run view if that has one (the user's
         # choice, or the saved layout), else the width it had beside the panes.
-        library = sizes[0] if sizes[3] else (self.pane_sizes[0] if self.pane_sizes else 280)
+        library = (
+            sizes[0] if sizes[3] else (self.pane_sizes[0] if self.pane_sizes else DEFAULT_PANES[0])
+        )
         # Never most of the window: sizes given to hidden panes fall to the library (a
         # fresh start gave it 1,330 px and the first-run card 30).
         library = max(150, min(library, int(total * LIBRARY_SHARE)))
@@ -80,7 +84,8 @@ class PaneLayout:
                 splitter.restoreState(state)
             elif name == "main" and document is None:
                 # Not through the hidden panes: what they are given falls to the library.
-                splitter.setSizes([280, 0, 0, max(splitter.width() - 280, 1)])
+                library = DEFAULT_PANES[0]
+                splitter.setSizes([library, 0, 0, max(splitter.width() - library, 1)])
             elif name == "main":
                 splitter.setSizes([*DEFAULT_PANES, 0])
         # The saved state also says which panes were shown: the open document decides.

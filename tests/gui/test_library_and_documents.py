@@ -322,3 +322,26 @@ def test_the_answer_panel_is_ready_after_a_document_without_server(
     wait_ready(window, qtbot)
     assert window.ask_panel.ask_button.isEnabled()
     assert window.ask_panel.ask_button.toolTip().startswith("Ask")
+
+
+# --- other Longdoc processes (issue 21 item 6) ------------------------------------------------
+
+
+def test_the_library_follows_cli_ingest_and_remove(
+    qtbot: QtBot, window: MainWindow, home: Path
+) -> None:
+    """A ``longdoc ingest`` into the same data directory shows in the open window, and a
+    ``longdoc remove`` takes the row away, without a restart (SQLite's data_version, checked
+    off the UI thread about once a second; the goal is within 5 s)."""
+    from tests.support.cli import longdoc
+
+    open_document(window, qtbot, FOUR_PAGES)
+    library = window.library
+    assert len(library.row_texts()) == 1
+    ingested = longdoc("ingest", str(WITH_IMAGE), home=home)
+    assert ingested.returncode == 0, ingested.stderr
+    qtbot.waitUntil(lambda: len(library.row_texts()) == 2, timeout=10_000)
+    removed = longdoc("remove", str(WITH_IMAGE), home=home)
+    assert removed.returncode == 0, removed.stderr
+    qtbot.waitUntil(lambda: len(library.row_texts()) == 1, timeout=10_000)
+    assert window.document is not None  # the open document stays open
