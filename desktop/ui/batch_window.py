@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, QUrl, Signal, Slot
@@ -420,24 +421,7 @@ class BatchWindow(QDialog):
 
     def show_answer(self, item: BatchItem, cell: Cell) -> QDialog:
         """The answer with its citations as links that open the cited page."""
-        dialog = QDialog(self)
-        dialog.setWindowTitle(f"{item.title or Path(item.path).name}: {cell.question[:60]}")
-        dialog.resize(720, 520)
-        view = QTextBrowser()
-        view.setOpenLinks(False)
-        parts = [f"<h3>{html.escape(cell.question)}</h3>", f"<p>{_linked(cell)}</p>"]
-        view.setHtml("".join(parts))
-        path = item.path
-        view.anchorClicked.connect(
-            lambda url: self.citation_opened.emit(
-                path, QUrl.fromPercentEncoding(url.path().encode())
-            )
-        )
-        layout = QVBoxLayout(dialog)
-        layout.addWidget(view)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.show()
-        return dialog
+        return answer_dialog(self, item, cell, self.citation_opened.emit)
 
     @Slot()
     def _on_report_button_clicked(self) -> None:
@@ -460,25 +444,49 @@ class BatchWindow(QDialog):
             messages.error(str(exc))
             return path
         if open_it and not QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))):
-            self._not_opened(path)
+            not_opened(self, path)
         return path
-
-    def _not_opened(self, path: Path) -> None:
-        """No application opened the report (no opener installed, or none for the type):
-        say where it is, instead of failing silently."""
-        text = f"Saved the report to {path}, but no application here opens it; open it from there."
-        messages.warning(text)
-        box = QMessageBox(QMessageBox.Icon.Information, "Report saved", text, parent=self)
-        box.setObjectName("reportNotOpened")
-        box.setTextFormat(Qt.TextFormat.PlainText)
-        box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        box.open()
 
     def shutdown(self) -> None:
         """The app is quitting: stop the run (finished answers are kept) and close."""
         self._cancel.set()
         self.close()
+
+
+def answer_dialog(
+    parent: QWidget, item: BatchItem, cell: Cell, open_citation: Callable[[str, str], None]
+) -> QDialog:
+    """A batch answer with its citations as links; a link calls ``open_citation(path,
+    label)``."""
+    dialog = QDialog(parent)
+    dialog.setWindowTitle(f"{item.title or Path(item.path).name}: {cell.question[:60]}")
+    dialog.resize(720, 520)
+    view = QTextBrowser()
+    view.setOpenLinks(False)
+    parts = [f"<h3>{html.escape(cell.question)}</h3>", f"<p>{_linked(cell)}</p>"]
+    view.setHtml("".join(parts))
+    path = item.path
+    view.anchorClicked.connect(
+        lambda url: open_citation(path, QUrl.fromPercentEncoding(url.path().encode()))
+    )
+    layout = QVBoxLayout(dialog)
+    layout.addWidget(view)
+    dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    dialog.show()
+    return dialog
+
+
+def not_opened(parent: QWidget, path: Path) -> None:
+    """No application opened a saved report (no opener installed, or none for the type):
+    say where it is, instead of failing silently."""
+    text = f"Saved the report to {path}, but no application here opens it; open it from there."
+    messages.warning(text)
+    box = QMessageBox(QMessageBox.Icon.Information, "Report saved", text, parent=parent)
+    box.setObjectName("reportNotOpened")
+    box.setTextFormat(Qt.TextFormat.PlainText)
+    box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    box.open()
 
 
 class _FormError(LongdocError):
