@@ -214,24 +214,22 @@ class LibraryModel(QAbstractTableModel):
         )
 
     def widest(self) -> tuple[str, str, str]:
-        """The longest Pages, Tokens and Fits texts the documents have (one pass over the
-        rows, no cell formatted: the columns are sized from these)."""
-        docs = [r for r in self._rows if isinstance(r, DocumentSummary)]
-        if not docs:
+        """The longest Pages, Tokens and Fits texts the documents have: one plain pass over
+        the rows (no cell formatted, no budget but the largest document's), as the columns
+        are sized from these on every change (bench/bench_library.py)."""
+        pages = 0
+        largest: DocumentSummary | None = None
+        scans = False  # a PDF with no text layer: "images", or "✗ no text"
+        for row in self._rows:
+            if isinstance(row, DocumentSummary):
+                pages = max(pages, row.pages)
+                if largest is None or row.tokens > largest.tokens:
+                    largest = row
+                scans = scans or row.empty_pages >= row.pages
+        if largest is None:
             return "", "", ""
-        largest = max(docs, key=lambda r: r.tokens)
-        fits = {self.fits(largest)[0]}
-        if any(
-            unanswerable_reason(r.kind, r.pages, r.empty_pages, self.reads_images) for r in docs
-        ):
-            fits.add("✗ no text")
-        if any(image_only(r.kind, r.pages, r.empty_pages) for r in docs):
-            fits.add("images")
-        return (
-            f"{max(r.pages for r in docs):,}",
-            f"{largest.tokens:,}",
-            max(fits, key=len),
-        )
+        fits = [self.fits(largest)[0], *(["✗ no text", "images"] if scans else [])]
+        return f"{pages:,}", f"{largest.tokens:,}", max(fits, key=len)
 
     # --- changes, each in one batch ----------------------------------------------------
 
