@@ -176,6 +176,10 @@ class MainWindow(QMainWindow):
         """The message history, once opened."""
         return self.message_line.dialog
 
+    @messages_dialog.setter
+    def messages_dialog(self, dialog: MessagesDialog | None) -> None:
+        self.message_line.dialog = dialog
+
     def show_messages(self) -> MessagesDialog:
         """The message history: every note, warning and error of this session."""
         return self.message_line.show_history()
@@ -328,6 +332,10 @@ class MainWindow(QMainWindow):
     def server_panel(self) -> ServerPanel | None:
         """The server panel, once opened."""
         return self.server.panel
+
+    @server_panel.setter
+    def server_panel(self, panel: ServerPanel | None) -> None:
+        self.server.panel = panel  # None: the next show_server_panel makes a new one
 
     def show_server_panel(self) -> ServerPanel:
         """The server panel (non-modal)."""
