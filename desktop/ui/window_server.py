@@ -14,6 +14,7 @@ from desktop.config import data_dir
 from desktop.ui import tasks
 from desktop.ui.doctor_dialog import DoctorDialog
 from desktop.ui.server_panel import ServerPanel
+from desktop.ui.session import image_only
 from server_manager import ServerManager, ServerStatus
 
 if TYPE_CHECKING:
@@ -57,10 +58,24 @@ class ServerLink(QObject):
 
         def known(limits: ContextLimits) -> None:
             settings = session.settings
-            self.window.library.set_context(
+            w = self.window
+            w.library.set_context(
                 limits, settings.answer_reserve, settings.thinking, session.reads_images
             )
-            self.window.ask_panel.refresh_budget()
+            doc = w.document
+            if (
+                doc is not None
+                and session.reads_images is False
+                and image_only(doc.kind, len(doc.pages), len(doc.empty_pages))
+                and not w.ask_panel.busy
+            ):
+                # Opened before the server said it reads no images (the core would have
+                # refused it when asked): now refused at once, with the reason. (The panel
+                # takes a document anew only after another one, or none.)
+                w.ask_panel.set_document(None)
+                w.ask_panel.set_document(doc)
+            else:
+                w.ask_panel.refresh_budget()
 
         self._context_task = tasks.run_call(
             session.limits,

@@ -345,3 +345,27 @@ def test_the_library_follows_cli_ingest_and_remove(
     assert removed.returncode == 0, removed.stderr
     qtbot.waitUntil(lambda: len(library.row_texts()) == 1, timeout=10_000)
     assert window.document is not None  # the open document stays open
+
+
+def test_a_scan_opened_before_the_server_answers_is_refused_once_it_reads_no_images(
+    qtbot: QtBot, window: MainWindow, sglang: FakeSGLang
+) -> None:
+    """Opened while the server's image support is unknown, a scan is left to the core; when
+    the server turns out to read no images, Ask is disabled with the reason at once."""
+    import threading
+
+    sglang.behaviour.image_understanding = False
+    gate = threading.Event()
+    limits = window.session.limits
+
+    def gated() -> ContextLimits:
+        gate.wait(30)
+        return limits()
+
+    window.session.limits = gated  # type: ignore[method-assign]
+    open_document(window, qtbot, SCANNED)
+    panel = window.ask_panel
+    assert window.session.reads_images is None and panel.ask_button.isEnabled()
+    gate.set()
+    qtbot.waitUntil(lambda: not panel.ask_button.isEnabled(), timeout=20_000)
+    assert "does not read images" in panel.ask_button.toolTip()
