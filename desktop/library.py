@@ -118,11 +118,15 @@ class LibraryChanges:
             self._version, self._listed = version, listed
         return listed
 
-    def check(self) -> list[DocumentSummary] | None:
-        """The documents now, if another process changed them since the last look."""
+    def check(self, force: bool = False) -> list[DocumentSummary] | None:
+        """The documents now, if another process changed them since the last look.
+
+        ``force``: list them whatever ``data_version`` says (this process changed them
+        through its own connection, which ``data_version`` does not count: a batch run in
+        the app)."""
         version = self.store.data_version()
         with self._lock:
-            if version == self._version:
+            if version == self._version and not force:
                 return None
             self._version = version
             before = self._listed

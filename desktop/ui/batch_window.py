@@ -85,6 +85,7 @@ class BatchWindow(QDialog):
     """
 
     citation_opened = Signal(str, str)  # document path, page label
+    documents_stored = Signal()  # a document was read into the library (not one known)
 
     def __init__(self, session: Session, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -358,6 +359,8 @@ class BatchWindow(QDialog):
         self._cell(row, 1).setText(_STATE_TEXT.get(item.status, item.status))
         if event.event == "started":
             return
+        if item.status not in ("skipped", "failed"):
+            self.documents_stored.emit()  # read into the library (or found there)
         if item.status == "done" and item.from_cache:
             self._cell(row, 2).setText("earlier")
         elif item.status != "skipped":

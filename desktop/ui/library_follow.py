@@ -29,6 +29,7 @@ class LibraryFollower(QObject):
         super().__init__(parent)
         self.changes = changes
         self._task: tasks.Task[list[DocumentSummary] | None] | None = None
+        self._local = False  # this process changed the documents: list them next time
         self._timer = QTimer(self)
         self._timer.setInterval(interval_ms)
         self._timer.timeout.connect(self.check)
@@ -41,13 +42,20 @@ class LibraryFollower(QObject):
         """No more checks (the window closes; the store is about to close)."""
         self._timer.stop()
 
+    def local_change(self) -> None:
+        """This process stored documents by another way than the library panel (a batch
+        run in the app): the next check lists them (coalesced, at most once a check)."""
+        self._local = True
+
     def check(self) -> None:
         """One check in the background, unless the last one is still running (a long
         write holds the store: the checks wait instead of piling up)."""
         if self._task is not None and not self._task.done:
             return
+        force, self._local = self._local, False
+        changes = self.changes
         self._task = tasks.run_call(
-            self.changes.check,
+            lambda: changes.check(force),
             receiver=self,
             success=self._on_checked,
             failure=lambda exc: log.info("library check failed: %s", exc),

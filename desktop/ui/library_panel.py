@@ -516,6 +516,7 @@ class LibraryPanel(QWidget):
         self.changes = LibraryChanges(store)
         self.follower = LibraryFollower(self.changes, self)
         self.follower.changed.connect(self.set_documents)
+        self.follower.changed.connect(self.search_results.refresh)  # new pages may say it
         self.follower.start()
 
     # --- rows -------------------------------------------------------------------------------

@@ -303,6 +303,9 @@ class MainWindow(QMainWindow):
         if self.batch_window is None:
             self.batch_window = BatchWindow(self.session, self)
             self.batch_window.citation_opened.connect(self._on_batch_window_citation_opened)
+            # Its documents go through this process's own connection: data_version does
+            # not see them, so the library is told.
+            self.batch_window.documents_stored.connect(self.library.follower.local_change)
         self.batch_window.show()
         self.batch_window.raise_()
         return self.batch_window

@@ -170,3 +170,20 @@ def test_a_report_no_application_opens_is_named_to_the_user(
     assert box is not None and box.isVisible()
     assert str(path) in box.text()
     assert str(path) in window.message_label.text()
+
+
+def test_documents_a_batch_reads_appear_in_the_library(
+    window: MainWindow, qtbot: object, tmp_path: Path, sglang: FakeSGLang
+) -> None:
+    """Issue 21 item 6: what a batch read showed in the library only after a restart. The
+    app's own batch writes through the app's connection (SQLite's data_version does not
+    count it), so the batch window tells the library."""
+    assert window.library.row_texts() == []
+    batch = window.show_batch_window()
+    batch.add_paths([_folder(tmp_path)])
+    batch.question_radio.setChecked(True)
+    batch.question_edit.setText("What is the fee?")
+    batch.start()
+    qtbot.waitUntil(lambda: batch.report is not None, timeout=120_000)  # type: ignore[attr-defined]
+    qtbot.waitUntil(lambda: len(window.library.row_texts()) == 2, timeout=10_000)  # type: ignore[attr-defined]
+    assert "Memo" in window.library.row_texts()
