@@ -1,7 +1,7 @@
 """The batch window's review grid: one row per document, one column per question.
 
 It uses its width: the question columns share the table's width, each at least a quarter
-of it (more questions than four scroll sideways); a header shows its question on up to two
+of it (more questions than three or four scroll sideways); a header shows its question on up to two
 lines, elided, with the whole question in its tooltip; cells wrap and rows grow to their
 text; columns can be dragged wider (then they keep the user's width); Ctrl+C copies the
 selected cells as tab-separated text, whole answers, ready for a spreadsheet.
@@ -107,8 +107,9 @@ class ReviewGrid(QTableWidget):
         count = self.columnCount()
         if not count:
             return
-        room = self.viewport().width()
-        width = max(int(room * MIN_SHARE), room // count)
+        # A quarter of the whole table (document names included) at least; together they
+        # fill what the document names leave.
+        width = max(int(self.width() * MIN_SHARE) + 1, self.viewport().width() // count)
         self._fitting = True
         try:
             for column in range(count):
