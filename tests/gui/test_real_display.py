@@ -118,3 +118,20 @@ def test_tab_leaves_the_library_and_its_titles_fit(window: MainWindow, qtbot: ob
     # A title too long for any width is elided in the cell: the tooltip has all of it.
     tip = library.model.index(0, 0).data(Qt.ItemDataRole.ToolTipRole)
     assert tip.splitlines()[0] == title
+
+
+@pytest.mark.xvfb
+def test_a_cli_ingest_shows_in_the_open_window(
+    window: MainWindow, qtbot: object, home: Path
+) -> None:
+    """Regression (issue 21 item 6): documents another process ingested appeared only after
+    a restart. On a real display, as a user sees it (goal: within 5 s; checked each second)."""
+    from tests.support.cli import longdoc
+
+    assert window.library.row_texts() == []
+    result = longdoc("ingest", str(GEOTOPO), home=home)
+    assert result.returncode == 0, result.stderr
+    qtbot.waitUntil(  # type: ignore[attr-defined]
+        lambda: window.library.row_texts() == ["Geometrie und Topologie"], timeout=10_000
+    )
+    assert window.library.view.isVisible()  # the list, no longer the empty-library note
