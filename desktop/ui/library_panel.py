@@ -27,7 +27,7 @@ from PySide6.QtCore import (
     Signal,
     Slot,
 )
-from PySide6.QtGui import QIcon, QPalette
+from PySide6.QtGui import QIcon, QPalette, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -55,7 +55,9 @@ from desktop.ui.session import image_only, unanswerable_reason
 log = logging.getLogger("longdoc.ui.library")
 
 COLUMNS = ("Title", "Pages", "Tokens", "Fits")
+TOKENS_COLUMN = 2
 FITS_COLUMN = 3
+TITLE_CHARS = 18  # the least a title keeps before the Tokens column makes way
 SHA_ROLE = Qt.ItemDataRole.UserRole + 1
 STATE_ROLE = Qt.ItemDataRole.UserRole + 2  # "ready" | "queued" | "reading" | "failed"
 
@@ -160,7 +162,9 @@ class LibraryModel(QAbstractTableModel):
             if column == 0:
                 # The whole title (the cell may elide it), the path, and what extraction
                 # could not read (damaged pages, parts).
-                lines = [_title(row), row.path, *(f"Warning: {w}" for w in row.warnings)]
+                size = f"{plural(row.pages, 'page')}, {plural(row.tokens, 'token')}"
+                warnings = [f"Warning: {w}" for w in row.warnings]
+                lines = [_title(row), row.path, size, *warnings]
                 return "\n".join(lines)
             if column == 1 and row.empty_pages:
                 return f"{plural(row.empty_pages, 'page')} without text (scanned?)"
@@ -228,7 +232,8 @@ class LibraryModel(QAbstractTableModel):
                 scans = scans or row.empty_pages >= row.pages
         if largest is None:
             return "", "", ""
-        fits = [self.fits(largest)[0], *(["✗ no text", "images"] if scans else [])]
+        scan = "✗ no text" if self.reads_images is False else "images"
+        fits = [self.fits(largest)[0], *([scan] if scans else [])]
         return f"{pages:,}", f"{largest.tokens:,}", max(fits, key=len)
 
     # --- changes, each in one batch ----------------------------------------------------
@@ -531,14 +536,25 @@ class LibraryPanel(QWidget):
         )
 
     def fit_columns(self) -> None:
-        """Pages, Tokens and Fits as wide as their widest text (or header); Title the rest."""
+        """Pages, Tokens and Fits as wide as their widest text (or header); Title the rest.
+        In a narrow library the Tokens column goes (the title's tooltip has the count)
+        rather than leave the titles a few letters."""
         cells = self.view.fontMetrics()
         header = self.view.horizontalHeader()
         labels = header.fontMetrics()
         pad = 2 * self.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin) + 12
+        widths = {}
         for column, text in zip((1, 2, 3), self.model.widest(), strict=True):
             width = max(cells.horizontalAdvance(text), labels.horizontalAdvance(COLUMNS[column]))
-            header.resizeSection(column, width + pad)
+            widths[column] = width + pad
+            header.resizeSection(column, widths[column])
+        room = self.view.viewport().width() - sum(widths.values())
+        self.view.setColumnHidden(TOKENS_COLUMN, room < cells.averageCharWidth() * TITLE_CHARS)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """Narrower or wider: the columns fit again (Tokens shown only where it has room)."""
+        super().resizeEvent(event)
+        self._fit_timer.start()
 
     def _on_documents_listed(self, summaries: list[DocumentSummary]) -> None:
         self.set_documents(summaries)

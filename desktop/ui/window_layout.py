@@ -16,9 +16,9 @@ if TYPE_CHECKING:
 LIBRARY_SHARE = 0.55  # the library at its widest: the first-run view keeps 40% of the window
 SQUEEZED = 0.2  # what is right of the library had less of the width: a layout not to keep
 DEFAULT_SIZE = (1400, 860)
-# Library, document, ask panel: at 1,400 px the library's titles read ~200 px beside its
+# Library, document, ask panel: at 1,400 px the library's titles read ~210 px beside its
 # three number columns (at 280 px they were cut to "Geo…").
-DEFAULT_PANES = [360, 560, 480]
+DEFAULT_PANES = [400, 520, 480]
 
 
 def ui_settings() -> QSettings:

@@ -369,3 +369,23 @@ def test_a_scan_opened_before_the_server_answers_is_refused_once_it_reads_no_ima
     gate.set()
     qtbot.waitUntil(lambda: not panel.ask_button.isEnabled(), timeout=20_000)
     assert "does not read images" in panel.ask_button.toolTip()
+
+
+def test_a_narrow_library_gives_its_titles_the_tokens_column(
+    qtbot: QtBot, window: MainWindow
+) -> None:
+    """Too narrow for titles beside three number columns, the library drops Tokens (the
+    title's tooltip has the count) rather than cut every title to a few letters."""
+    open_document(window, qtbot, FOUR_PAGES)
+    library = window.library
+    view = library.view
+    window.resize(1400, 860)
+    qtbot.waitUntil(lambda: not view.isColumnHidden(2))
+    sizes = window.splitter.sizes()
+    window.splitter.setSizes([220, sizes[1] + sizes[0] - 220, sizes[2], 0])
+    qtbot.waitUntil(lambda: view.isColumnHidden(2))
+    assert view.columnWidth(0) >= view.fontMetrics().averageCharWidth() * 12
+    tip = library.model.index(0, 0).data(Qt.ItemDataRole.ToolTipRole)
+    assert "4 pages, " in tip and " tokens" in tip
+    window.splitter.setSizes(sizes)
+    qtbot.waitUntil(lambda: not view.isColumnHidden(2))
