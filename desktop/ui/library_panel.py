@@ -454,7 +454,8 @@ class LibraryPanel(QWidget):
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         # Title stretches; the others fit their contents, measured from the widest texts
         # the model has (LibraryModel.widest), not by ResizeToContents: that formats up to
-        # 1,000 rows (through the Python model) on every change. The user can drag them.
+        # 1,000 rows (through the Python model) on every change. A width the user drags
+        # holds until the next change of the list.
         for column in (1, 2, 3):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)
         self._fit_timer = QTimer(self)
