@@ -35,6 +35,7 @@ gui_environment()
 from PySide6.QtCore import QElapsedTimer, QTimer  # noqa: E402,TID251 (GUI bench)
 
 import desktop.ui  # noqa: E402,F401  (PySide6 6.12.0 workaround first)
+from desktop.answering.budget import ContextLimits  # noqa: E402
 from desktop.config import Settings, db_path  # noqa: E402
 from desktop.documents import tokens  # noqa: E402
 from desktop.documents.model import Document, Page  # noqa: E402
@@ -144,7 +145,7 @@ def main() -> int:
         assert library.model.rowCount() == size
 
         started = time.perf_counter()
-        library.set_context(262_144, 16_384)
+        library.set_context(ContextLimits(262_144), 16_384)
         figures["context (UI)"] = time.perf_counter() - started + repaint()
 
         batch = []
