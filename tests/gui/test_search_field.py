@@ -16,7 +16,7 @@ from desktop.store.db import AnswerKey, Store
 from desktop.ui import tasks
 from desktop.ui.main_window import MainWindow
 from desktop.ui.search_results import SearchResults
-from tests.gui.conftest import GEOTOPO
+from tests.gui.conftest import FOUR_PAGES, GEOTOPO
 
 # GeoTopo: "Hausdorff-Raum" is on physical page 12 only (printed label 9).
 PHRASE = "Hausdorff-Raum"
@@ -150,3 +150,32 @@ def test_removing_a_document_takes_its_hits_off_the_list(
     window.library.remove_selected()
     qtbot.waitUntil(lambda: window.library.model.total == 0, timeout=10_000)
     qtbot.waitUntil(lambda: results.hits() == [] and "No page" in results.hint.text())
+
+
+def test_an_answer_about_a_set_is_listed_under_each_of_its_documents(
+    qtbot: QtBot, window: MainWindow, store: Store
+) -> None:
+    a, _ = open_document(GEOTOPO, store)
+    b, _ = open_document(FOUR_PAGES, store)
+    spec = [
+        {"letter": "A", "sha256": a.sha256, "first": 1, "last": len(a.pages)},
+        {"letter": "B", "sha256": b.sha256, "first": 1, "last": len(b.pages)},
+    ]
+    key = AnswerKey("set:" + "1" * 64, "Which wombats agree?", "m", "s1", False, 1, 9, 100)
+    answer_id = store.start_answer(key, {"set": spec})
+    store.finish_answer(answer_id, status="complete", answer="Both wombats agree.", reasoning="")
+    window.library.refresh()
+    results = window.library.search_results
+    window.library.filter_edit.setText("wombats")
+    results.run_now()
+    qtbot.waitUntil(lambda: results.result is not None and bool(results.hits()), timeout=10_000)
+    hits = results.hits()
+    assert [(h.answer_id, h.document.sha256) for h in hits] == [
+        (answer_id, a.sha256),
+        (answer_id, b.sha256),
+    ]
+    groups = [results.tree.topLevelItem(i) for i in range(results.tree.topLevelItemCount())]
+    assert [g.text(0) for g in groups if g is not None] == [a.title, b.title]
+    line = results.item_for(hits[1])
+    assert line is not None
+    assert f"A {a.title}" in line.text(0) and f"B {b.title}" in line.text(0)
