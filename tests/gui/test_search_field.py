@@ -6,10 +6,11 @@ import threading
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QModelIndex, Qt
+from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
 from desktop import search
+from desktop.answering.citations import normalize_words
 from desktop.library import open_document
 from desktop.search import Hit
 from desktop.store.db import AnswerKey, Store
@@ -17,6 +18,7 @@ from desktop.ui import tasks
 from desktop.ui.main_window import MainWindow
 from desktop.ui.search_results import SearchResults
 from tests.gui.conftest import FOUR_PAGES, GEOTOPO
+from tests.gui.test_quote_highlight import highlighted_text
 
 # GeoTopo: "Hausdorff-Raum" is on physical page 12 only (printed label 9).
 PHRASE = "Hausdorff-Raum"
@@ -37,14 +39,6 @@ def click(qtbot: QtBot, results: SearchResults, hit: Hit) -> None:
     rect = results.tree.visualItemRect(item)
     with qtbot.waitSignal(results.hit_activated, timeout=3_000):
         qtbot.mouseClick(results.tree.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
-
-
-def current_result_page(window: MainWindow) -> int | None:
-    view = window.doc_view
-    index = view.pdf_view.currentSearchResultIndex()
-    if not 0 <= index < view.search.rowCount(QModelIndex()):
-        return None
-    return view.search.resultAtIndex(index).page() + 1
 
 
 def test_typing_lists_page_and_answer_hits_and_clicking_opens_them(
@@ -79,8 +73,9 @@ def test_typing_lists_page_and_answer_hits_and_clicking_opens_them(
 
     click(qtbot, results, page)
     qtbot.waitUntil(lambda: window.document is not None, timeout=10_000)
-    qtbot.waitUntil(lambda: current_result_page(window) == 12, timeout=15_000)
-    assert window.doc_view.find_edit.text() == PHRASE  # the match is what is highlighted
+    spans = window.doc_view.quotes
+    qtbot.waitUntil(lambda: [s.number for s in spans.spans] == [12], timeout=15_000)
+    assert highlighted_text(window.doc_view) == normalize_words(PHRASE)  # the match, whole
     assert window.doc_view.page_edit.text() == "9"
 
     click(qtbot, results, answers[0])
