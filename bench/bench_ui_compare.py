@@ -27,8 +27,8 @@ from _common import Lateness, gui_environment, spin  # first: it puts the projec
 
 gui_environment()
 
-from PySide6.QtCore import QEventLoop, QTimer  # noqa: E402,TID251 (GUI bench)
-from PySide6.QtWidgets import QApplication  # noqa: E402,TID251 (GUI bench)
+from PySide6.QtCore import QEventLoop, QTimer  # noqa: E402 (GUI bench)
+from PySide6.QtWidgets import QApplication  # noqa: E402 (GUI bench)
 
 import desktop.ui  # noqa: E402,F401  (PySide6 6.12.0 workaround first)
 from desktop.config import Settings  # noqa: E402
