@@ -54,10 +54,8 @@ def spans_in(text_of: Callable[[int], str], count: int, number: int, quote: str)
             continue
         start, end = found
         cut = len(head) + 1
-        if end <= len(head):
-            return [Span(first, start, end)]
-        if start >= cut:
-            return [Span(first + 1, start - cut, end - cut)]
+        if end <= len(head) or start >= cut:
+            continue  # wholly on the neighbour: not on the cited page
         return [Span(first, start, len(head.rstrip())), Span(first + 1, 0, end - cut)]
     return []
 
