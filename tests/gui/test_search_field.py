@@ -17,6 +17,7 @@ from desktop.store.db import AnswerKey, Store
 from desktop.ui import tasks
 from desktop.ui.main_window import MainWindow
 from desktop.ui.search_results import SearchResults
+from desktop.ui.set_window import SetAskWindow
 from tests.gui.conftest import FOUR_PAGES, GEOTOPO
 from tests.gui.test_quote_highlight import highlighted_text
 
@@ -174,3 +175,12 @@ def test_an_answer_about_a_set_is_listed_under_each_of_its_documents(
     line = results.item_for(hits[1])
     assert line is not None
     assert f"A {a.title}" in line.text(0) and f"B {b.title}" in line.text(0)
+
+    # Clicking it opens the set's own window with the answer.
+    click(qtbot, results, hits[1])
+    qtbot.waitUntil(lambda: len(window.several.windows) == 1, timeout=10_000)
+    [set_window] = window.several.windows
+    assert isinstance(set_window, SetAskWindow)
+    assert [m.document.sha256 for m in set_window.docset.members] == [a.sha256, b.sha256]
+    qtbot.waitUntil(lambda: "Both wombats agree." in set_window.answer_view.toPlainText())
+    assert set_window.question_edit.toPlainText() == "Which wombats agree?"
