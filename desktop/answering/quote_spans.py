@@ -10,6 +10,7 @@ viewer paints the quote where the rendered page has it. Qt-free.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections import OrderedDict
@@ -32,6 +33,7 @@ class Span:
     number: int
     start: int
     end: int
+    text: str = ""  # the characters it covers
     rects: tuple[Rect, ...] = field(default=())  # in a PDF: where its characters are
 
 
@@ -43,7 +45,7 @@ def spans_in(text_of: Callable[[int], str], count: int, number: int, quote: str)
     here = text_of(number)
     found = locate_in(here, quote)
     if found is not None:
-        return [Span(number, *found)]
+        return [Span(number, *found, here[found[0] : found[1]])]
     for first in (number, number - 1):  # over the end of this page, or onto it
         if not 1 <= first < count:
             continue
@@ -56,7 +58,11 @@ def spans_in(text_of: Callable[[int], str], count: int, number: int, quote: str)
         cut = len(head) + 1
         if end <= len(head) or start >= cut:
             continue  # wholly on the neighbour: not on the cited page
-        return [Span(first, start, len(head.rstrip())), Span(first + 1, 0, end - cut)]
+        last = len(head.rstrip())
+        return [
+            Span(first, start, last, head[start:last]),
+            Span(first + 1, 0, end - cut, tail[: end - cut]),
+        ]
     return []
 
 
@@ -95,7 +101,7 @@ def pdf_spans(path: Path, number: int, quote: str) -> list[Span]:
         try:
             spans = spans_in(text_of, count, number, quote)
             return [
-                Span(s.number, s.start, s.end, _rects(*pages[s.number][:2], s.start, s.end))
+                dataclasses.replace(s, rects=_rects(*pages[s.number][:2], s.start, s.end))
                 for s in spans
             ]
         finally:

@@ -308,6 +308,10 @@ class DocumentView(QWidget):
         """
         return self.quotes.show(number, quote)
 
+    def highlighted_quote(self) -> str:
+        """The characters of the quote highlighted now, as the page has them ("": none)."""
+        return self.quotes.text()
+
     def go_to_page(self, number: int) -> None:
         """Show page ``number`` (1-based, clamped)."""
         count = self.page_count()

@@ -75,6 +75,10 @@ class QuoteHighlighter(QObject):
         )
         return True
 
+    def text(self) -> str:
+        """The characters highlighted, page by page ("" when none)."""
+        return "\n".join(s.text for s in self.spans)
+
     def clear(self) -> None:
         """No quote highlighted (and a result still on its way dropped)."""
         self._request += 1

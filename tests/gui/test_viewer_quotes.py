@@ -75,6 +75,7 @@ def test_a_pdf_quote_over_a_line_break_is_highlighted_whole(
     [span] = view.quotes.spans
     assert span.number == 6 and view.current_page() == 6
     assert highlighted_text(view) == normalize_words(quote)
+    assert normalize_words(view.highlighted_quote()) == normalize_words(quote)
     assert len({round(y) for _, y, _, _ in span.rects}) >= 2  # two lines
     assert_rects_are_qtpdfs(view)
     assert view.find_edit.text() == ""

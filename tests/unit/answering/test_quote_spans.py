@@ -16,13 +16,17 @@ def pages(*texts: str) -> list[Page]:
 def test_on_its_page_over_a_line_break_and_a_hyphen() -> None:
     doc = pages("Nothing here.", "The notice period is ninety\ndays from the sig-\nnature date.")
     [span] = text_spans(doc, 2, "notice period is ninety days from the signature date")
-    assert span == Span(2, 4, len(doc[1].text) - 1)  # up to "date", without the full stop
+    assert span == Span(2, 4, len(doc[1].text) - 1, doc[1].text[4:-1])  # without the stop
+    assert span.text.endswith("sig-\nnature date")
 
 
 def test_over_a_page_break_either_way() -> None:
     doc = pages("Intro.", "The parties agree that the", "notice period is ninety days.", "End.")
     quote = "the parties agree that the notice period"
-    expected = [Span(2, 0, len(doc[1].text)), Span(3, 0, len("notice period"))]
+    expected = [
+        Span(2, 0, len(doc[1].text), "The parties agree that the"),
+        Span(3, 0, len("notice period"), "notice period"),
+    ]
     assert text_spans(doc, 2, quote) == expected  # cited to where it starts
     assert text_spans(doc, 3, quote) == expected  # or to where it ends
 
@@ -41,6 +45,7 @@ def test_a_pdf_gives_the_rectangles_of_its_own_characters(tmp_path: Path) -> Non
     )
     [span] = pdf_spans(pdf, 1, "period is ninety days")
     assert span.number == 1 and len(span.rects) >= 2  # two lines
+    assert " ".join(span.text.split()) == "period is ninety days"
     tops = sorted(y for _, y, _, _ in span.rects)
     assert tops[-1] > tops[0]  # measured from the top: the second line is lower
     assert pdf_spans(pdf, 2, "period is ninety days") == []
