@@ -2,15 +2,16 @@
 
 A PDF is searched by QtPdf's search model, which finds its hits a page at a time as the
 event loop turns: Enter pressed before the first hit has arrived is kept and carried out
-when it does, so Enter always goes to the first hit, then the next. Text is searched at
-once (QTextDocument.find).
+when it does, so Enter always goes to the first hit, then the next (after a second the
+rest of the document is searched at once, so a word that is nowhere says "not found").
+Text is searched at once (QTextDocument.find).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QModelIndex, QObject, Slot
+from PySide6.QtCore import QModelIndex, QObject, QTimer, Slot
 from PySide6.QtGui import QPalette, QTextCharFormat, QTextCursor, QTextDocument
 from PySide6.QtPdf import QPdfDocument, QPdfSearchModel
 from PySide6.QtWidgets import QLabel, QLineEdit, QStyle, QTextEdit, QToolButton, QWidget
@@ -19,6 +20,7 @@ from desktop.ui.pdf_view import PdfPages
 from desktop.ui.text_view import DocumentText
 
 MAX_HIGHLIGHTS = 2_000  # more hits than this are counted, not all painted
+PENDING_MS = 1_000  # how long Enter waits for QtPdf's first hit before searching the rest
 
 
 def tool_button(owner: QWidget, icon: QStyle.StandardPixmap, tip: str) -> QToolButton:
@@ -128,6 +130,14 @@ class FindBar(QObject):
             return
         self._show_hits()
 
+    def _settle(self, text: str) -> None:
+        """Still waiting for the first hit of ``text``: search the pages left now."""
+        if not self._pending or self.edit.text() != text or self._mode() != "pdf":
+            return
+        if self.search.resultAtIndex(0).page() < 0:  # searches on until a hit, or the end
+            self._pending = 0
+        self._on_search_rows_inserted()
+
     def _show_hits(self) -> None:
         if not self.edit.text():
             self.hits_label.clear()
@@ -142,8 +152,12 @@ class FindBar(QObject):
     def _step(self, step: int) -> None:
         count = self.hit_count()
         if not count:
-            # QtPdf may not have reached the first hit yet: go there when it does.
+            # QtPdf may not have reached the first hit yet: go there when it does (or,
+            # a second on, search the rest at once: then "not found" is known).
             self._pending = step if self._mode() == "pdf" and self.edit.text() else 0
+            if self._pending:
+                text = self.edit.text()
+                QTimer.singleShot(PENDING_MS, self, lambda: self._settle(text))
             self._show_hits()
             return
         self._hit = (self._hit + step) % count

@@ -232,3 +232,15 @@ def test_enter_in_the_find_box_goes_to_the_first_hit_then_the_next(
     qtbot.keyClick(view.find_edit, Qt.Key.Key_Return)
     assert view.pdf_view.currentSearchResultIndex() == 1
     assert view.hits_label.text().startswith("2 of ")
+
+
+def test_enter_on_a_word_that_is_nowhere_says_not_found(
+    qtbot: QtBot, view: DocumentView, geotopo: Document
+) -> None:
+    """Enter waits for QtPdf's first hit, but not for ever."""
+    shown(qtbot, view, geotopo)
+    view.find_edit.setText("Zyzzyvaquux")
+    view.find_next()  # at once
+    assert view.hits_label.text() in ("searching…", "not found")
+    qtbot.waitUntil(lambda: view.hits_label.text() == "not found", timeout=10_000)
+    assert view.pdf_view.currentSearchResultIndex() == -1
