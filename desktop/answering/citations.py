@@ -249,16 +249,26 @@ class PageIndex(LabelIndex):
         return tuple(pages)
 
 
-def locate_in(text: str, quote: str) -> tuple[int, int] | None:
-    """Where ``quote`` stands in ``text`` (``(start, end)``, as ``PageIndex.locate``)."""
+def locate_in(text: str, quote: str, *, spaces: bool = True) -> tuple[int, int] | None:
+    """Where ``quote`` stands in ``text`` (``(start, end)``, as ``PageIndex.locate``).
+
+    ``spaces=False`` matches whatever the spaces: for a PDF's own characters where its
+    words run together (the stored text had its spaces restored, pdf_spacing.py)."""
     needle = normalize(quote)
     if not needle:
         return None
     data, starts, ends = _mapped_words(text)
-    position = (b" " + data + b" ").find(b" " + needle + b" ")
+    if spaces:
+        position = (b" " + data + b" ").find(b" " + needle + b" ")
+        if position < 0:
+            return None
+        return starts[position], ends[position + len(needle) - 1]
+    kept = [i for i, byte in enumerate(data) if byte != 32]
+    compact = needle.replace(b" ", b"")
+    position = bytes(data[i] for i in kept).find(compact)
     if position < 0:
         return None
-    return starts[position], ends[position + len(needle) - 1]
+    return starts[kept[position]], ends[kept[position + len(compact) - 1]]
 
 
 def _mapped_words(text: str) -> tuple[bytes, list[int], list[int]]:

@@ -37,13 +37,16 @@ class Span:
     rects: tuple[Rect, ...] = field(default=())  # in a PDF: where its characters are
 
 
-def spans_in(text_of: Callable[[int], str], count: int, number: int, quote: str) -> list[Span]:
+def spans_in(
+    text_of: Callable[[int], str], count: int, number: int, quote: str, *, spaces: bool = True
+) -> list[Span]:
     """``quote`` on page ``number`` of ``count`` pages, or over a break with a neighbour
-    (``text_of(n)`` gives a page's text); [] when it is not there."""
+    (``text_of(n)`` gives a page's text); [] when it is not there. ``spaces=False``: see
+    ``locate_in``."""
     if not 1 <= number <= count or not quote.strip():
         return []
     here = text_of(number)
-    found = locate_in(here, quote)
+    found = locate_in(here, quote, spaces=spaces)
     if found is not None:
         return [Span(number, *found, here[found[0] : found[1]])]
     for first in (number, number - 1):  # over the end of this page, or onto it
@@ -51,7 +54,7 @@ def spans_in(text_of: Callable[[int], str], count: int, number: int, quote: str)
             continue
         head = text_of(first) if first != number else here
         tail = text_of(first + 1) if first + 1 != number else here
-        found = locate_in(head + "\n" + tail, quote)
+        found = locate_in(head + "\n" + tail, quote, spaces=spaces)
         if found is None:
             continue
         start, end = found
@@ -99,7 +102,10 @@ def pdf_spans(path: Path, number: int, quote: str) -> list[Span]:
             return pages[n][2]
 
         try:
-            spans = spans_in(text_of, count, number, quote)
+            # PDFium's words may run together where the stored text has spaces restored.
+            spans = spans_in(text_of, count, number, quote) or spans_in(
+                text_of, count, number, quote, spaces=False
+            )
             return [
                 dataclasses.replace(s, rects=_rects(*pages[s.number][:2], s.start, s.end))
                 for s in spans

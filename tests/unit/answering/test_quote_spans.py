@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from desktop.answering.quote_spans import Span, pdf_spans, text_spans
+from desktop.answering.quote_spans import Span, pdf_spans, spans_in, text_spans
 from desktop.documents.model import Page
 from tests.support.pdf_maker import write_pdf
 
@@ -49,3 +49,11 @@ def test_a_pdf_gives_the_rectangles_of_its_own_characters(tmp_path: Path) -> Non
     tops = sorted(y for _, y, _, _ in span.rects)
     assert tops[-1] > tops[0]  # measured from the top: the second line is lower
     assert pdf_spans(pdf, 2, "period is ninety days") == []
+
+
+def test_words_run_together_in_a_pdfs_own_characters() -> None:
+    """PDFium may give ``thenoticeperiod`` where the stored text has its spaces restored."""
+    glued = ["Preamble.", "Intheeventoftermination,thenoticeperiodisninetydays."]
+    found = spans_in(lambda n: glued[n - 1], 2, 2, "the notice period is ninety days", spaces=False)
+    assert [(s.number, s.text) for s in found] == [(2, "thenoticeperiodisninetydays")]
+    assert spans_in(lambda n: glued[n - 1], 2, 2, "the notice period is ninety days") == []
