@@ -181,17 +181,9 @@ def _dark(image: QImage, rect: QRect) -> int:
     return count
 
 
-@pytest.mark.xvfb
-def test_the_highlight_is_painted_over_the_quotes_own_characters(
-    qtbot: QtBot, view: DocumentView, geotopo: Document
-) -> None:
-    """The pages are where PdfPages.page_rect says: the painted rectangles cover the quote's
-    ink, and the same rectangles a line lower do not match it."""
-    shown(qtbot, view, geotopo)
-    quote = line_break_quote(geotopo, 6)
-    show_and_wait(qtbot, view, 6, quote)
+def assert_painted_over_ink(view: DocumentView) -> None:
+    """Each painted rectangle covers ink of the page as rendered, and paints over it."""
     pdf_view = view.pdf_view
-    qtbot.waitUntil(lambda: not pdf_view.grab().toImage().isNull())
     for _ in range(20):
         QApplication.processEvents()
     offset = QPoint(pdf_view.horizontalScrollBar().value(), pdf_view.verticalScrollBar().value())
@@ -210,6 +202,22 @@ def test_the_highlight_is_painted_over_the_quotes_own_characters(
         assert _dark(painted, rect) >= _dark(plain, rect) * 0.5  # the ink still shows
     assert any(painted.pixel(r.center()) != plain.pixel(r.center()) for r in rects)
     assert rects[-1].top() > rects[0].bottom()  # two lines
+
+
+@pytest.mark.xvfb
+def test_the_highlight_is_painted_over_the_quotes_own_characters(
+    qtbot: QtBot, view: DocumentView, geotopo: Document
+) -> None:
+    """The pages are where PdfPages.page_rect says, fitted to the width and zoomed: the
+    painted rectangles cover the quote's ink (a wrong scale or offset does not)."""
+    shown(qtbot, view, geotopo)
+    show_and_wait(qtbot, view, 6, line_break_quote(geotopo, 6))
+    assert_painted_over_ink(view)
+    view.zoom_in()
+    view.zoom_in()
+    view.pdf_view.scroll_to_highlight()
+    view.pdf_view.horizontalScrollBar().setValue(0)
+    assert_painted_over_ink(view)
 
 
 @pytest.mark.xvfb
