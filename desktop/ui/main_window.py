@@ -249,6 +249,9 @@ class MainWindow(QMainWindow):
     @Slot(object)
     def _on_search_hit_activated(self, hit: Hit) -> None:
         """A search hit: its page with the match highlighted, or its answer and thread."""
+        if hit.answer_id is not None and len(hit.documents) > 1:  # about a set: its window
+            self.several.open_answer([d.sha256 for d in hit.documents], hit.answer_id)
+            return
         store = self.session.store
         sha, answer_id = hit.document.sha256, hit.answer_id
 
