@@ -96,7 +96,12 @@ class MessageLine(QObject):
         self._update_button()
         if self.dialog is not None and self.dialog.isVisible():
             self.dialog.show_log(self.log)
-        self.label.setText(message.text)
+        # One line in the status bar (a list of start-up problems would make it grow to
+        # several lines and push the window's layout); the whole text is the tooltip and
+        # stays in the history.
+        first, _, rest = message.text.partition("\n")
+        self.label.setText(first if not rest else f"{first.rstrip(':')} (see the history)")
+        self.label.setToolTip(message.text if rest else "")
         role = (
             QPalette.ColorRole.WindowText
             if message.level is messages.Level.INFO
