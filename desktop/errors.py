@@ -166,6 +166,9 @@ class LongdocError(Exception):
 
     exit_code: int = 1
     remedy: Remedy | None = None
+    # The problems the sentence stands at the head of (several at once): the CLI prints
+    # each on a bulleted line of its own under the ``Error:`` line.
+    items: tuple[str, ...] = ()
 
     def __init__(self, message: str, *, in_app: str | None = None) -> None:
         super().__init__(message)

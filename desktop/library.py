@@ -7,6 +7,7 @@ reached through a symlink reads the same in every message, report and library ro
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -93,3 +94,43 @@ def expand_paths(paths: Sequence[Path]) -> list[Path]:
         for p in walk([given])
         if not given.is_dir() or p.suffix.lower() in SUPPORTED_SUFFIXES
     ]
+
+
+class LibraryChanges:
+    """What other Longdoc processes changed in the library (``longdoc ingest``, ``longdoc
+    remove``, a batch into the same data directory), seen through SQLite's
+    ``data_version``: one pragma per check, and the list read again only when another
+    connection committed and only handed on when the documents differ (answers a batch
+    stores move ``data_version`` too). Blocking: call from a background task.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._lock = threading.Lock()
+        self._version: int | None = None
+        self._listed: list[DocumentSummary] | None = None
+
+    def list_now(self) -> list[DocumentSummary]:
+        """Every document, and the point later checks compare with."""
+        version = self.store.data_version()  # first: a commit after it is seen next time
+        listed = self.store.list_documents()
+        with self._lock:
+            self._version, self._listed = version, listed
+        return listed
+
+    def check(self, force: bool = False) -> list[DocumentSummary] | None:
+        """The documents now, if another process changed them since the last look.
+
+        ``force``: list them whatever ``data_version`` says (this process changed them
+        through its own connection, which ``data_version`` does not count: a batch run in
+        the app)."""
+        version = self.store.data_version()
+        with self._lock:
+            if version == self._version and not force:
+                return None
+            self._version = version
+            before = self._listed
+        listed = self.store.list_documents()
+        with self._lock:
+            self._listed = listed
+        return listed if listed != before else None

@@ -14,6 +14,8 @@ Hits are ranked by bm25 (``score``: higher is better); a snippet marks each matc
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
 import sqlite3
 from collections.abc import Iterator
@@ -49,6 +51,7 @@ class DocumentRef:
     sha256: str
     path: str
     title: str
+    letter: str | None = None  # its letter in the set an answer was about (A, B...)
 
 
 @dataclass(frozen=True)
@@ -175,7 +178,13 @@ def _document_filter(kind: str, document: str | None) -> tuple[str, list[Any]]:
         return "", []
     if kind == "page":
         return " AND rowid IN (SELECT rowid FROM pages WHERE sha256 = ?)", [document]
-    return " AND rowid IN (SELECT id FROM answers WHERE document_sha = ?)", [document]
+    # Its own answers, and the answers about a set it was part of.
+    return (
+        " AND rowid IN (SELECT id FROM answers WHERE document_sha = ? OR id IN (SELECT a.id"
+        " FROM answers a, json_each(a.extra, '$.set') m WHERE a.document_sha > 'set:'"
+        " AND a.document_sha < 'set;' AND json_extract(m.value, '$.sha256') = ?))",
+        [document, document],
+    )
 
 
 # --- CJK (trigram) ----------------------------------------------------------------------
@@ -281,30 +290,53 @@ def _hits(conn: sqlite3.Connection, kind: str, found: list[tuple[int, str, float
     answers = {
         r[0]: r[1:]
         for r in conn.execute(
-            "SELECT a.id, a.question, a.created_at, d.sha256, d.path, d.title FROM answers a"
-            f" JOIN documents d ON d.sha256 = a.document_sha WHERE a.id IN ({marks})",
+            "SELECT id, question, created_at, document_sha, json_extract(extra, '$.set')"
+            f" FROM answers WHERE id IN ({marks})",
             ids,
         )
     }
+    # A set's answer is stored under the set's key: its documents are in its spec, lettered.
+    members = {
+        rowid: [(str(m["sha256"]), str(m["letter"])) for m in json.loads(row[3])]
+        if row[3]
+        else [(row[2], None)]
+        for rowid, row in answers.items()
+    }
+    refs = _documents(conn, {sha for found_in in members.values() for sha, _ in found_in})
     hits = []
     for rowid, snippet, score in found:
         row = answers.get(rowid)
         if row is None:
             continue
-        ref = DocumentRef(row[2], row[3], row[4])
+        documents = tuple(
+            dataclasses.replace(refs[sha], letter=letter)
+            for sha, letter in members[rowid]
+            if sha in refs
+        )
+        if not documents:
+            continue  # its documents were removed
         hits.append(
             Hit(
                 "answer",
-                ref,
+                documents[0],
                 snippet,
                 round(score, 4),
                 answer_id=rowid,
                 question=row[0],
                 asked_at=row[1],
-                documents=(ref,),
+                documents=documents,
             )
         )
     return hits
+
+
+def _documents(conn: sqlite3.Connection, shas: set[str]) -> dict[str, DocumentRef]:
+    """The library's documents among ``shas``, by sha256."""
+    marks = ", ".join("?" * len(shas))
+    rows = conn.execute(
+        f"SELECT sha256, path, title FROM documents WHERE sha256 IN ({marks})", sorted(shas)
+    )
+    return {r[0]: DocumentRef(r[0], r[1], r[2]) for r in rows}
 
 
 def _fill_answers(conn: sqlite3.Connection, hits: list[Hit]) -> None:
@@ -322,8 +354,6 @@ def _fill_answers(conn: sqlite3.Connection, hits: list[Hit]) -> None:
 
 
 def _replace(hit: Hit, **changes: Any) -> Hit:
-    import dataclasses
-
     return dataclasses.replace(hit, **changes)
 
 
@@ -373,6 +403,8 @@ def to_json(result: SearchResult) -> dict[str, Any]:
             "score": h.score,
         }
         if h.kind == "answer":
-            item["documents"] = [ref(d) for d in h.documents]
+            item["documents"] = [
+                ref(d) | ({"letter": d.letter} if d.letter else {}) for d in h.documents
+            ]
         hits.append(item)
     return {"query": result.query, "hits": hits}

@@ -28,22 +28,31 @@ from desktop.store.db import StoredAnswer
 from server_manager import Connection, connection_for
 
 
-def unanswerable_reason(kind: str, pages: int, empty_pages: int) -> str | None:
+def unanswerable_reason(
+    kind: str, pages: int, empty_pages: int, reads_images: bool | None = None
+) -> str | None:
     """Why no question can be asked about a document (no text at all), else None.
 
-    The same rule as the core's ``require_text`` for the whole document, from the counts a
-    library row has; the server reads text only, so image-only pages give it nothing.
+    The same rule as the core's (``Answerer.plan``), from the counts a library row has: a
+    PDF whose pages are all images is asked about as images when the server's model reads
+    them, refused when it does not (``reads_images`` False), and left to the core to
+    decide while that is not known yet (None: the server has not been asked).
     """
     if pages and empty_pages < pages:
         return None
     if kind == "pdf" and pages:
-        return no_text_reason(pages)
+        return no_text_reason(pages, reads_images=False) if reads_images is False else None
     return "the document holds no text"
 
 
-def document_unanswerable(doc: Document) -> str | None:
+def document_unanswerable(doc: Document, reads_images: bool | None = None) -> str | None:
     """``unanswerable_reason`` for an open document."""
-    return unanswerable_reason(doc.kind, len(doc.pages), len(doc.empty_pages))
+    return unanswerable_reason(doc.kind, len(doc.pages), len(doc.empty_pages), reads_images)
+
+
+def image_only(kind: str, pages: int, empty_pages: int) -> bool:
+    """A PDF whose every page is an image (no text layer): asked about as images."""
+    return kind == "pdf" and pages > 0 and empty_pages >= pages
 
 
 @dataclass(frozen=True)
@@ -66,12 +75,14 @@ class Session:
         self._lock = threading.Lock()
         self._answerer: Answerer | None = None
         self._rates: list[float] = []
+        self._reads_images: bool | None = None  # the current server's model; None: unknown
 
     def update_settings(self, settings: Settings) -> None:
         """New settings: drop the answerer so the next question uses the new endpoint."""
         with self._lock:
             self.settings = settings
             old, self._answerer = self._answerer, None
+            self._reads_images = None
         if old is not None:
             old.close()
 
@@ -104,11 +115,26 @@ class Session:
 
     def limits(self) -> ContextLimits:
         """What the server accepts: context length and input limit (network call)."""
-        limits = self.answerer().limits()
+        answerer = self.answerer()
+        limits = answerer.limits()
         # Count the whole-document overhead here, off the UI thread: the library's "Fits"
         # column reads it there (and the first count may load the tokenizer, ~1 s).
         prompt_overhead("", self.settings.thinking)
+        # Whether scanned pages can be asked about, for the library and the Ask button.
+        reads = answerer.reads_images()
+        with self._lock:
+            self._reads_images = reads
         return limits
+
+    @property
+    def reads_images(self) -> bool | None:
+        """Whether the server's model reads images, as ``limits`` found (None: not yet)."""
+        with self._lock:
+            return self._reads_images
+
+    def unanswerable(self, doc: Document) -> str | None:
+        """Why ``doc`` cannot be asked about now (see ``unanswerable_reason``), else None."""
+        return document_unanswerable(doc, self.reads_images)
 
     def budget(
         self,

@@ -226,10 +226,9 @@ def main() -> int:
 
         # The verified quote's citation: its page, the passage highlighted.
         click_citation(window, "longdoc-page:l=ii")
-        spin(lambda: window.doc_view.current_page() == 2 and window.doc_view.hit_count() > 0)
+        spin(lambda: window.doc_view.current_page() == 2 and bool(window.doc_view.quotes.spans))
         spin(lambda: False, 0.5)
         shoot(window, out, "11-citation-highlight")
-        window.doc_view.find_edit.clear()
 
         # Other pages, a new thread: nothing of this prompt is cached, the server reads it all.
         panel.new_thread()

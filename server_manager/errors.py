@@ -46,16 +46,24 @@ __all__ = [
 
 
 class ServerManagerError(Exception):
-    """Base of everything the server manager reports: ``str(err)`` is one sentence."""
+    """Base of everything the server manager reports: ``str(err)`` is one sentence, or a
+    headline and the problems it lists (``items``), one per line."""
 
     exit_code = EXIT_SERVER_FAILED
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, items: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.message = message
+        self.items = tuple(items)
 
     def __str__(self) -> str:
-        return self.message
+        return bulleted(self.message, self.items)
+
+
+def bulleted(headline: str, items: Sequence[str], indent: str = "") -> str:
+    """A headline and the problems it lists, each on a line of its own behind a bullet
+    (a list the eye can scan, not one long paragraph)."""
+    return headline + "".join(f"\n{indent}• {item}" for item in items)
 
 
 class NoContainerRuntime(ServerManagerError):
@@ -150,9 +158,10 @@ class PreflightFailed(ServerManagerError):
     def __init__(self, problems: Sequence[ServerManagerError]) -> None:
         self.problems = list(problems)
         self.exit_code = self.problems[0].exit_code
-        # One line (the CLI prints one `Error:` line), every problem numbered in it.
-        text = " ".join(f"({n}) {p.message}" for n, p in enumerate(self.problems, 1))
-        super().__init__(f"{len(self.problems)} problems prevent the start: {text}")
+        # A list, one problem per line: three at once are unreadable as one paragraph.
+        super().__init__(
+            f"{len(self.problems)} problems prevent the start:", [p.message for p in self.problems]
+        )
 
 
 def preflight_error(problems: Sequence[ServerManagerError]) -> ServerManagerError:

@@ -560,6 +560,33 @@ def endpoint_status(url: str, api_key: str, model: str = "") -> ServerStatus:
     return ServerStatus.of(look(url, api_key, model))
 
 
+class TargetSettings(ManagerSettings, Protocol):
+    """Settings that may name an endpoint instead of the managed server."""
+
+    @property
+    def endpoint(self) -> str:
+        """The server's URL; empty for the managed one."""
+        ...
+
+    @property
+    def api_key(self) -> str:
+        """The endpoint's key."""
+        ...
+
+    @property
+    def model(self) -> str:
+        """The model to ask; empty for the one the server lists."""
+        ...
+
+
+def server_status(data_dir: Path, settings: TargetSettings, gpus: bool = True) -> ServerStatus:
+    """The status of the server the settings use, as ``server status`` and the app show
+    it: the endpoint's when one is set (Longdoc does not manage it), else the managed one's."""
+    if settings.endpoint:
+        return endpoint_status(settings.endpoint, settings.api_key, settings.model)
+    return ServerManager(data_dir, settings).status(gpus=gpus)
+
+
 def _engine(profile_name: str, data_dir: Path) -> str:
     """The engine a managed profile runs ("" when the profile cannot be read)."""
     with contextlib.suppress(ServerManagerError):

@@ -1,6 +1,6 @@
 """HTTP checks against the server (health, models, metrics) with urllib and short timeouts.
 
-The facts themselves (URLs, ``/v1/models``, metric names, what a status means) are read in
+The facts themselves (URLs, the model list, metric names, what a status means) are read in
 ``longdoc_net.endpoint``; this names what the manager and the supervisor ask.
 """
 
@@ -33,12 +33,12 @@ __all__ = [
 
 
 def lists_model(base_url: str, api_key: str, model: str, timeout: float = TIMEOUT_S) -> bool:
-    """True when ``/v1/models`` answers and lists ``model`` (any model when it is empty)."""
+    """True when the model list answers and names ``model`` (any model when it is empty)."""
     _, cards = list_models(base_url, api_key, timeout)
     return pick_model(cards, model) is not None
 
 
 def answers(base_url: str, api_key: str, timeout: float = TIMEOUT_S) -> bool:
-    """Liveness: any answer to ``/v1/models``, even a timeout (408), means it is alive."""
+    """Liveness: any answer to the model list, even a timeout (408), means it is alive."""
     reply, _ = list_models(base_url, api_key, timeout)
     return reply.status != 0

@@ -128,7 +128,7 @@ class Profile:
 
     @property
     def model_name(self) -> str:
-        """The name the server lists in /v1/models."""
+        """The name the server lists among its models."""
         if self.served_model_name:
             return self.served_model_name
         return Path(self.model_dir).name if self.model_dir else ""

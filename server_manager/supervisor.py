@@ -56,7 +56,7 @@ COMMAND = ("-m", "server_manager", "supervise")
 TAIL_LINES = 20
 POLL_STARTING_S = 0.5
 POLL_READY_S = 2.0
-# Once ready, liveness is checked on /v1/models: cheap, unlike /health, which runs a
+# Once ready, liveness is checked on the model list: cheap, unlike /health, which runs a
 # one-token generation on SGLang and can answer a false 503 during a long prefill.
 LIVENESS_EVERY_S = 5.0
 

@@ -239,14 +239,7 @@ class PageIndex(LabelIndex):
         to its last word's last); None when the page does not hold all of it.
         """
         page = self._by_number.get(number)
-        needle = normalize(quote)
-        if page is None or not needle:
-            return None
-        data, starts, ends = _mapped_words(page.text)
-        position = (b" " + data + b" ").find(b" " + needle + b" ")
-        if position < 0:
-            return None
-        return starts[position], ends[position + len(needle) - 1]
+        return None if page is None else locate_in(page.text, quote)
 
     def pages_for(self, ref: CitationRef) -> tuple[int, ...]:
         """The pages a citation names, in the order cited, each once."""
@@ -254,6 +247,28 @@ class PageIndex(LabelIndex):
         for part in ref.parts:
             pages.extend(n for n in self.resolve_range(part.text) if n not in pages)
         return tuple(pages)
+
+
+def locate_in(text: str, quote: str, *, spaces: bool = True) -> tuple[int, int] | None:
+    """Where ``quote`` stands in ``text`` (``(start, end)``, as ``PageIndex.locate``).
+
+    ``spaces=False`` matches whatever the spaces: for a PDF's own characters where its
+    words run together (the stored text had its spaces restored, pdf_spacing.py)."""
+    needle = normalize(quote)
+    if not needle:
+        return None
+    data, starts, ends = _mapped_words(text)
+    if spaces:
+        position = (b" " + data + b" ").find(b" " + needle + b" ")
+        if position < 0:
+            return None
+        return starts[position], ends[position + len(needle) - 1]
+    kept = [i for i, byte in enumerate(data) if byte != 32]
+    compact = needle.replace(b" ", b"")
+    position = bytes(data[i] for i in kept).find(compact)
+    if position < 0:
+        return None
+    return starts[kept[position]], ends[kept[position + len(compact) - 1]]
 
 
 def _mapped_words(text: str) -> tuple[bytes, list[int], list[int]]:

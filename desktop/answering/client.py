@@ -203,7 +203,7 @@ class ChatClient:
 
     def facts(self) -> EngineFacts:
         """The engine behind the endpoint and what it offers, recognised once: from
-        ``/v1/models`` (``owned_by``), then the one route that engine has."""
+        the model list's ``owned_by``, then the one route that engine has."""
         with self._facts_lock:
             if self._facts is not None:
                 return self._facts

@@ -30,6 +30,7 @@ from desktop.documents.layout import DOCUMENT_OPEN, ambiguous_labels, anchor
 from desktop.documents.model import Document
 from desktop.documents.page_images import PageImage, image_tokens, png_size, render_pages
 from desktop.net import auth_headers, urlopen
+from longdoc_net.endpoint import api_root
 
 INFO_TIMEOUT_S = 15.0
 NO_TEXT = "(no text on this page)"
@@ -87,9 +88,7 @@ def unread_warning(numbers: list[int], doc: Document) -> str:
 
 def reads_images(url: str, api_key: str) -> bool:
     """Whether the server says its model understands images (SGLang ``/model_info``)."""
-    request = urllib.request.Request(
-        url.rstrip("/").removesuffix("/v1") + "/model_info", headers=auth_headers(api_key)
-    )
+    request = urllib.request.Request(f"{api_root(url)}/model_info", headers=auth_headers(api_key))
     try:
         with urlopen(request, timeout=INFO_TIMEOUT_S) as response:
             data = json.loads(response.read())

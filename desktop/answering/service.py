@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from desktop.answering.budget import Budget, ContextLimits, plan_budget, refusal, set_refusal
 from desktop.answering.citations import (
@@ -87,8 +87,8 @@ from desktop.errors import (
     NoServerConfigured,
     ServerError,
     ServerUnavailable,
+    SetTooLarge,
     StreamBroken,
-    ThreadTooLong,
     UsageError,
 )
 from desktop.store.db import EndpointModel, NewTurn, Store
@@ -533,12 +533,14 @@ class Answerer:
         )
         budget = plan_budget(max(local, server or 0), limits, reserve)
         budget.warnings.extend(warnings)
-        if not budget.fits and question.thread is not None and history:
-            _, alone, _ = self.set_prompt(docset, question.text, question.thinking)
-            self._refuse_thread(question, alone, budget.prompt_tokens, budget, reserve)
         if not budget.fits:
-            shares = {m.letter: document_share(docset, m.letter) for m in docset.members}
-            raise set_refusal(docset, shares, budget)
+            self._refuse(
+                question,
+                question.page_range(),
+                budget,
+                reserve,
+                lambda: self.set_prompt(docset, question.text, question.thinking)[1],
+            )
         key = self.cache_key(question, info.id, reserve)
         return Plan(question, question.page_range(), info.id, messages, budget, key, local, server)
 
@@ -583,13 +585,14 @@ class Answerer:
             unread_notes.append(unread_warning(scanned, doc))
             budget.warnings.extend(unread_notes)
             unread = sorted({*unread, *scanned})
-        if not budget.fits and question.thread is not None and history:
-            _, alone = self.prompt(doc, pages, question.text, question.thinking)
-            refuse_if_too_long(
-                doc.path, question.thread, budget.prompt_tokens, alone, budget, reserve
-            )
         if not budget.fits:
-            raise refusal(doc, pages, budget)
+            self._refuse(
+                question,
+                pages,
+                budget,
+                reserve,
+                lambda: self.prompt(doc, pages, question.text, question.thinking)[1],
+            )
         key = self.cache_key(question, info.id, reserve)
         return Plan(
             question, pages, info.id, messages, budget, key, local, server, unread, unread_notes
@@ -602,24 +605,25 @@ class Answerer:
         except LongdocError:
             log.debug("could not store the page counts", exc_info=True)
 
-    def _refuse_thread(
-        self, question: Question, alone: int, needed: int, budget: Budget, reserve: int
-    ) -> None:
-        """Raise ThreadTooLong when only the earlier turns make the prompt too long
-        (``alone``: the prompt's tokens without them)."""
-        assert question.thread is not None
-        if plan_budget(alone, budget.limits, reserve).fits:
-            raise ThreadTooLong(
-                question.document.path
-                if question.docset is None
-                else ", ".join(m.document.path for m in question.docset.members),
-                question.thread.id,
-                len(question.thread.turns),
-                needed,
-                budget.prompt_limit,
-                budget.context_length,
-                alone,
+    def _refuse(
+        self,
+        question: Question,
+        pages: PageRange,
+        budget: Budget,
+        reserve: int,
+        alone: Callable[[], int],
+    ) -> NoReturn:
+        """Raise the one refusal of a prompt that does not fit, a document's or a set's:
+        ThreadTooLong when only the earlier turns make it too long (``alone()``: the
+        prompt's tokens without them; earlier turns are never dropped), else the budget's
+        refusal with each document's numbers."""
+        if question.thread is not None and question.history():
+            docs = [question.document] if question.docset is None else question.docset.documents
+            paths = ", ".join(str(d.path) for d in docs)
+            refuse_if_too_long(
+                paths, question.thread, budget.prompt_tokens, alone(), budget, reserve
             )
+        raise refusal_for(question, pages, budget)
 
     def _turn(self, question: Question) -> NewTurn:
         """Where a complete answer to ``question`` goes: the thread's next turn (a new
@@ -962,7 +966,9 @@ class Answerer:
         answer.citations = checked
         yield Stored(answer, from_cache=False, thread_id=thread_id)
 
-    def _refused(self, question: Question, plan: Plan, exc: ContextTooLong) -> DocumentTooLarge:
+    def _refused(
+        self, question: Question, plan: Plan, exc: ContextTooLong
+    ) -> DocumentTooLarge | SetTooLarge:
         """The engine's own "too long" refusal as Longdoc's own: the exact count Longdoc
         made, the limit the engine named (vLLM's "at least N" is only a bound), and pages
         that fit."""
@@ -972,7 +978,7 @@ class Answerer:
             limits = ContextLimits(named, limits.max_input, "the server's refusal")
         reserve = question.max_tokens or self.settings.answer_reserve
         budget = plan_budget(plan.budget.prompt_tokens, limits, reserve)
-        return refusal(question.document, plan.pages, budget)
+        return refusal_for(question, plan.pages, budget)
 
     def _finish(
         self,
@@ -1002,6 +1008,18 @@ class Answerer:
             citations=citations,
             turn=turn,
         )
+
+
+def refusal_for(
+    question: Question, pages: PageRange, budget: Budget
+) -> DocumentTooLarge | SetTooLarge:
+    """The refusal of a budget that does not fit, for the question's document or set: a
+    set's names each document's tokens (its block in the prompt) and what would fit."""
+    docset = question.docset
+    if docset is None:
+        return refusal(question.document, pages, budget)
+    shares = {m.letter: document_share(docset, m.letter) for m in docset.members}
+    return set_refusal(docset, shares, budget)
 
 
 def status_for(finish_reason: str) -> AnswerStatus:

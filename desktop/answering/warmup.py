@@ -26,7 +26,7 @@ from desktop.errors import (
     ServerUnreachable,
 )
 from desktop.net import auth_headers, http_client, is_loopback
-from longdoc_net.endpoint import api_root, error_message
+from longdoc_net.endpoint import Failure, api_root, classify, error_message
 
 Route = Literal["generate", "completions"]
 ROUTES: tuple[Route, ...] = ("generate", "completions")
@@ -146,7 +146,7 @@ def prefill(
     if cancel.is_set():
         raise Cancelled()
     status = response.status_code
-    if status in (404, 405):
+    if classify(status) == Failure.NOT_FOUND:  # 404/405: the next route, not an error
         raise RouteMissing(path)
     try:
         data = response.json()

@@ -143,6 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except LongdocError as exc:
         print(f"Error: {one_line(str(exc))}", file=sys.stderr)
+        for item in exc.items:  # several problems: a list, one line each
+            print(f"  • {one_line(item)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("Error: interrupted.", file=sys.stderr)

@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from desktop.cli.commands import add_command
-from desktop.cli.options import add_setting_options
-from desktop.config import data_dir, load_settings, with_overrides
+from desktop.cli.options import add_setting_options, settings_from
+from desktop.config import data_dir
 from desktop.errors import (
     COMMON_EXIT_CODES,
     EXIT_DOCTOR_PROBLEMS,
@@ -28,7 +28,7 @@ from desktop.errors import (
 from longdoc_net.endpoint import Phase
 from server_manager import ServerManager, ServerManagerError, ServerStatus, Stage
 from server_manager import errors as codes
-from server_manager.manager import endpoint_status
+from server_manager.manager import server_status
 
 # Only the codes each subcommand can return (desktop.errors.EXIT_CODES words them).
 _START = (
@@ -73,8 +73,9 @@ class ServerCommandFailed(LongdocError):
     """A server-manager error at the CLI edge: its sentence, its exit code."""
 
     def __init__(self, error: ServerManagerError) -> None:
-        super().__init__(error.message)
+        super().__init__(error.message, in_app=str(error))
         self.exit_code = error.exit_code
+        self.items = error.items
 
 
 def _edge(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
@@ -91,8 +92,7 @@ def _edge(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Names
 
 
 def _manager(args: argparse.Namespace) -> ServerManager:
-    settings = with_overrides(load_settings(), profile=getattr(args, "profile", None))
-    return ServerManager(data_dir(), settings)
+    return ServerManager(data_dir(), settings_from(args))
 
 
 def _print_stage(stage: Stage) -> None:
@@ -184,11 +184,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     4 when an endpoint (or an external profile's server) does not answer or refuses the
     key, 20 while the container runtime's daemon is down.
     """
-    settings = load_settings()
-    if settings.endpoint:
-        status = endpoint_status(settings.endpoint, settings.api_key, settings.model)
-    else:
-        status = _manager(args).status()
+    settings = settings_from(args)
+    status = server_status(data_dir(), settings)
     if args.json:
         _print_json(status.to_json())
     else:
@@ -266,7 +263,16 @@ def register(subparsers: Any) -> None:
     )
     restart = add("restart", "stop and start again", cmd_restart, status_json)
     restart.add_argument("--no-wait", action="store_true", help="return once it is starting")
-    add("status", "show state, load and GPU use", cmd_status, "print one JSON object")
+    status = add(
+        "status",
+        "show state, load and GPU use; with an endpoint set (--endpoint, LONGDOC_ENDPOINT, "
+        "endpoint in longdoc.toml), that server's instead (exit 0 when it answers, "
+        f"{EXIT_SERVER_UNAVAILABLE} when it does not or refuses the key)",
+        cmd_status,
+        "print one JSON object",
+    )
+    # The server to report instead of the managed one (as every command that asks it).
+    add_setting_options(status, "endpoint", "api_key", "model")
     logs = add(
         "logs",
         "print the server log (the API key is blanked)",

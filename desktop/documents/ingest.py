@@ -182,14 +182,15 @@ def count_range_tokens(doc: Document, first: int, last: int) -> int:
 
 
 def require_text(doc: Document, first: int = 1, last: int | None = None) -> None:
-    """Raise DocumentEmpty when the pages ``first..last`` hold no text at all."""
+    """Raise DocumentEmpty when the pages ``first..last`` hold no text at all (asked of a
+    server whose model reads no images: one that reads them gets scanned pages as images)."""
     pages = doc.select(first, last if last is not None else len(doc.pages))
     if any(p.text.strip() for p in pages):
         return
     if len(pages) == len(doc.pages) and doc.kind == "pdf":
         from desktop.documents.pdf import no_text_reason
 
-        raise DocumentEmpty(doc.path, no_text_reason(len(doc.pages)))
+        raise DocumentEmpty(doc.path, no_text_reason(len(doc.pages), reads_images=False))
     last = last if last is not None else len(doc.pages)
     which = f"page {first} holds" if first == last else f"pages {first}-{last} hold"
     raise DocumentEmpty(doc.path, f"{which} no text (images only?); choose other pages")

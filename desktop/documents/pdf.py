@@ -88,12 +88,25 @@ def clean_field(raw: str) -> str:
     return " ".join(_CONTROL.sub("", raw).split())
 
 
-def no_text_reason(n_pages: int) -> str:
-    """Why a PDF without a text layer cannot be asked about, and what to do."""
+def no_text_reason(n_pages: int, reads_images: bool | None = None) -> str:
+    """Why a PDF without a text layer has no text, and what asking about it does.
+
+    ``reads_images``: None when no server is in question (ingest's warning: its pages go
+    as images to a server that reads them); False when the server asked reads no images
+    (the refusal). OCR is the alternative, never the only way.
+    """
     what = "the page is an image" if n_pages == 1 else f"all {n_pages} pages are images"
+    if reads_images is False:
+        return (
+            f"no text could be extracted: {what} only (scanned?) and the server's model "
+            "does not read images; use a server whose model reads images (Qwen3.5 does), "
+            "or run it through OCR (e.g. ocrmypdf) and try again"
+        )
     return (
         f"no text could be extracted: {what} only (scanned?); "
-        "run it through OCR (e.g. ocrmypdf) and try again"
+        f"{'it is sent as an image' if n_pages == 1 else 'they are sent as images'} to a "
+        "server whose model "
+        "reads images, otherwise run it through OCR (e.g. ocrmypdf) first"
     )
 
 

@@ -269,6 +269,13 @@ class Store:
                 raise
             conn.execute("COMMIT")
 
+    def data_version(self) -> int:
+        """SQLite's ``PRAGMA data_version``: it moves when another connection (another
+        Longdoc process: ``longdoc ingest``, a batch) commits, never for this one's writes.
+        Cheap in WAL mode (the shared-memory index, no read of the database file)."""
+        with self._read() as conn:
+            return int(conn.execute("PRAGMA data_version").fetchone()[0])
+
     # --- documents -----------------------------------------------------------------
 
     def save_document(self, doc: Document) -> None:

@@ -46,7 +46,7 @@ from desktop.ui.pages_budget import PagesBudget
 from desktop.ui.question_history import QuestionHistory
 from desktop.ui.quote_checks import QUOTE_CHECK_INLINE_CHARS as QUOTE_CHECK_INLINE_CHARS
 from desktop.ui.quote_checks import QuoteChecks
-from desktop.ui.session import BudgetView, Session, document_unanswerable
+from desktop.ui.session import BudgetView, Session
 from desktop.ui.thread_selector import ThreadSelector
 from desktop.ui.warm_up import WarmUp
 
@@ -213,7 +213,7 @@ class AskPanel(QWidget):
         self.questions.clear(doc)
         self.answer_view.reset()
         self.pages_edit.clear()
-        self._unanswerable = document_unanswerable(doc) if doc is not None else None
+        self._unanswerable = self.session.unanswerable(doc) if doc is not None else None
         enabled = doc is not None
         for widget in (self.question_edit, self.pages_edit, self.think_box):
             widget.setEnabled(enabled)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, QUrl, Signal, Slot
@@ -25,11 +26,13 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QListWidget,
+    QMessageBox,
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
     QRadioButton,
     QSpinBox,
+    QSplitter,
     QTableWidget,
     QTableWidgetItem,
     QTabWidget,
@@ -55,6 +58,7 @@ from desktop.batch import (
 from desktop.errors import LongdocError
 from desktop.reports import write_report
 from desktop.ui import messages, tasks
+from desktop.ui.review_grid import ReviewGrid
 from desktop.ui.session import Session
 
 _STATE_TEXT = {
@@ -81,11 +85,12 @@ class BatchWindow(QDialog):
     """
 
     citation_opened = Signal(str, str)  # document path, page label
+    documents_stored = Signal()  # a document was read into the library (not one known)
 
     def __init__(self, session: Session, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Batch: summaries and review grids")
-        self.resize(1000, 680)
+        self.resize(1100, 760)
         self.session = session
         self.report: BatchReport | None = None
         self.running = False
@@ -99,7 +104,7 @@ class BatchWindow(QDialog):
 
     def _build(self) -> None:
         self.paths_list = QListWidget()
-        self.paths_list.setMaximumHeight(110)
+        self.paths_list.setMaximumHeight(84)
         add_files = QPushButton("Add &files…")
         add_files.clicked.connect(self._on_add_files_clicked)
         add_folder = QPushButton("Add f&older…")
@@ -132,7 +137,7 @@ class BatchWindow(QDialog):
         self.questions_edit.setPlaceholderText(
             "What is the governing law?\nIs there a change-of-control clause?"
         )
-        self.questions_edit.setMaximumHeight(90)
+        self.questions_edit.setMaximumHeight(80)
         self.think_check = QCheckBox("Let the model &reason first (slower)")
         self.concurrency_spin = QSpinBox()
         self.concurrency_spin.setRange(0, 64)
@@ -171,20 +176,29 @@ class BatchWindow(QDialog):
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
         self.table.cellDoubleClicked.connect(self._on_table_cell_double_clicked)
-        self.grid = QTableWidget(0, 0)
-        self.grid.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.grid.setWordWrap(True)
+        self.grid = ReviewGrid()
         self.grid.cellDoubleClicked.connect(self._on_grid_cell_double_clicked)
         self.tabs = QTabWidget()
         self.tabs.addTab(self.table, "Documents")
         self.tabs.addTab(self.grid, "Review grid")
 
+        inputs = QWidget()
+        top = QVBoxLayout(inputs)
+        top.setContentsMargins(0, 0, 0, 0)
+        top.addLayout(paths_row)
+        top.addLayout(form)
+        top.addLayout(buttons)
+        top.addWidget(self.status_label)
+        # The results take what the form does not need; the user can move the line.
+        self.splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter.setObjectName("batchSplitter")
+        self.splitter.setChildrenCollapsible(False)
+        self.splitter.addWidget(inputs)
+        self.splitter.addWidget(self.tabs)
+        self.splitter.setStretchFactor(0, 0)
+        self.splitter.setStretchFactor(1, 1)
         layout = QVBoxLayout(self)
-        layout.addLayout(paths_row)
-        layout.addLayout(form)
-        layout.addLayout(buttons)
-        layout.addWidget(self.status_label)
-        layout.addWidget(self.tabs, 1)
+        layout.addWidget(self.splitter)
         QShortcut(QKeySequence("Ctrl+Return"), self, self.start)
 
     # --- inputs --------------------------------------------------------------------------
@@ -330,12 +344,9 @@ class BatchWindow(QDialog):
     def _prepare_grid(self, job: Job, files: list[Path]) -> None:
         review = job.kind == "review"
         self.tabs.setTabEnabled(1, review)
-        self.grid.clear()
-        self.grid.setRowCount(len(files) if review else 0)
-        self.grid.setColumnCount(len(job.questions) if review else 0)
-        if review:
-            self.grid.setHorizontalHeaderLabels(job.questions)
-            self.grid.setVerticalHeaderLabels([p.name for p in files])
+        self.grid.prepare(job.questions if review else [], [p.name for p in files])
+        # A review's results are the grid: show it (the documents' states are a tab away).
+        self.tabs.setCurrentWidget(self.grid if review else self.table)
 
     @Slot(object)
     def _on_relay_event_posted(self, event: BatchEvent) -> None:
@@ -348,6 +359,8 @@ class BatchWindow(QDialog):
         self._cell(row, 1).setText(_STATE_TEXT.get(item.status, item.status))
         if event.event == "started":
             return
+        if item.status not in ("skipped", "failed"):
+            self.documents_stored.emit()  # read into the library (or found there)
         if item.status == "done" and item.from_cache:
             self._cell(row, 2).setText("earlier")
         elif item.status != "skipped":
@@ -373,9 +386,7 @@ class BatchWindow(QDialog):
                 c.get("status") in ("other_page", "not_found")
                 for c in (cell.citations if cell else [])
             )
-            widget_item = QTableWidgetItem(("⚠ " if flagged else "") + text[:300])
-            widget_item.setToolTip("Double-click to read the answer and its citations.")
-            self.grid.setItem(row, column, widget_item)
+            self.grid.set_answer(row, column, text, bool(flagged))
 
     def _on_batch_done(self, report: BatchReport) -> None:
         self.report = report
@@ -413,24 +424,7 @@ class BatchWindow(QDialog):
 
     def show_answer(self, item: BatchItem, cell: Cell) -> QDialog:
         """The answer with its citations as links that open the cited page."""
-        dialog = QDialog(self)
-        dialog.setWindowTitle(f"{item.title or Path(item.path).name}: {cell.question[:60]}")
-        dialog.resize(720, 520)
-        view = QTextBrowser()
-        view.setOpenLinks(False)
-        parts = [f"<h3>{html.escape(cell.question)}</h3>", f"<p>{_linked(cell)}</p>"]
-        view.setHtml("".join(parts))
-        path = item.path
-        view.anchorClicked.connect(
-            lambda url: self.citation_opened.emit(
-                path, QUrl.fromPercentEncoding(url.path().encode())
-            )
-        )
-        layout = QVBoxLayout(dialog)
-        layout.addWidget(view)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.show()
-        return dialog
+        return answer_dialog(self, item, cell, self.citation_opened.emit)
 
     @Slot()
     def _on_report_button_clicked(self) -> None:
@@ -452,14 +446,50 @@ class BatchWindow(QDialog):
         except LongdocError as exc:
             messages.error(str(exc))
             return path
-        if open_it:
-            QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
+        if open_it and not QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))):
+            not_opened(self, path)
         return path
 
     def shutdown(self) -> None:
         """The app is quitting: stop the run (finished answers are kept) and close."""
         self._cancel.set()
         self.close()
+
+
+def answer_dialog(
+    parent: QWidget, item: BatchItem, cell: Cell, open_citation: Callable[[str, str], None]
+) -> QDialog:
+    """A batch answer with its citations as links; a link calls ``open_citation(path,
+    label)``."""
+    dialog = QDialog(parent)
+    dialog.setWindowTitle(f"{item.title or Path(item.path).name}: {cell.question[:60]}")
+    dialog.resize(720, 520)
+    view = QTextBrowser()
+    view.setOpenLinks(False)
+    parts = [f"<h3>{html.escape(cell.question)}</h3>", f"<p>{_linked(cell)}</p>"]
+    view.setHtml("".join(parts))
+    path = item.path
+    view.anchorClicked.connect(
+        lambda url: open_citation(path, QUrl.fromPercentEncoding(url.path().encode()))
+    )
+    layout = QVBoxLayout(dialog)
+    layout.addWidget(view)
+    dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    dialog.show()
+    return dialog
+
+
+def not_opened(parent: QWidget, path: Path) -> None:
+    """No application opened a saved report (no opener installed, or none for the type):
+    say where it is, instead of failing silently."""
+    text = f"Saved the report to {path}, but no application here opens it; open it from there."
+    messages.warning(text)
+    box = QMessageBox(QMessageBox.Icon.Information, "Report saved", text, parent=parent)
+    box.setObjectName("reportNotOpened")
+    box.setTextFormat(Qt.TextFormat.PlainText)
+    box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    box.open()
 
 
 class _FormError(LongdocError):

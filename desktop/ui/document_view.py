@@ -1,17 +1,18 @@
 """The document: PDFs rendered by QtPdf, other documents as read-only text with page anchors.
 
-Both views navigate by page number and by printed label (the labels the citations use),
-zoom (PDF) and find text with every hit highlighted. Text is shown in a QPlainTextEdit, so
-nothing in a document is ever interpreted as markup.
+Both views navigate by page number and by printed label (the labels the citations use)
+and zoom (PDF). Its parts: the find bar (``find_bar.FindBar``: every hit highlighted, Enter
+steps through them) and a checked quote highlighted whole (``quote_highlight``). Text is
+shown in a QPlainTextEdit, so nothing in a document is ever interpreted as markup.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QModelIndex, QPoint, QPointF, Qt, QThread, Signal, Slot
-from PySide6.QtGui import QPalette, QTextCharFormat, QTextCursor, QTextDocument
-from PySide6.QtPdf import QPdfDocument, QPdfSearchModel
+from PySide6.QtCore import QPoint, QPointF, Qt, QThread, Signal, Slot
+from PySide6.QtGui import QPalette, QTextCursor
+from PySide6.QtPdf import QPdfDocument
 from PySide6.QtPdfWidgets import QPdfView
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -19,7 +20,6 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QStackedWidget,
     QStyle,
-    QTextEdit,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -29,10 +29,11 @@ from desktop.answering.citations import PageIndex
 from desktop.documents.anchors import anchor_resolver
 from desktop.documents.model import Document
 from desktop.ui import tasks
+from desktop.ui.find_bar import FindBar, tool_button
 from desktop.ui.pdf_view import PdfPages
+from desktop.ui.quote_highlight import QuoteHighlighter
 from desktop.ui.text_view import DocumentText
 
-MAX_HIGHLIGHTS = 2_000  # more hits than this are counted, not all painted
 ZOOM_STEP = 1.2
 
 
@@ -47,15 +48,12 @@ class DocumentView(QWidget):
         self._index: PageIndex | None = None  # printed labels, as citations resolve them
         self._anchors: list[int] = []  # text view: block number of each page heading
         self._current = 0
-        self._hits: list[QTextCursor] = []
-        self._hit = -1
         self._load_id = 0  # the PDF load in flight; older loads are dropped
         self._pending_page = 1  # where to go once the PDF is loaded
-        self._quote_page = 0  # a quote being highlighted: its page, until the search finds it
 
-        self.prev_button = self._tool(QStyle.StandardPixmap.SP_ArrowBack, "Previous page")
+        self.prev_button = tool_button(self, QStyle.StandardPixmap.SP_ArrowBack, "Previous page")
         self.prev_button.clicked.connect(self.previous_page)
-        self.next_button = self._tool(QStyle.StandardPixmap.SP_ArrowForward, "Next page")
+        self.next_button = tool_button(self, QStyle.StandardPixmap.SP_ArrowForward, "Next page")
         self.next_button.clicked.connect(self.next_page)
         self.page_edit = QLineEdit()
         self.page_edit.setToolTip("Go to a page: its printed label (iv, 12) or #number")
@@ -74,35 +72,6 @@ class DocumentView(QWidget):
         self.fit_button.setText("Fit")
         self.fit_button.setToolTip("Fit the page width")
         self.fit_button.clicked.connect(self.fit_width)
-        self.find_edit = QLineEdit()
-        self.find_edit.setPlaceholderText("Find in document (Ctrl+F)")
-        self.find_edit.setClearButtonEnabled(True)
-        self.find_edit.returnPressed.connect(self.find_next)
-        self.find_edit.textChanged.connect(self._on_find_edit_text_changed)
-        self.find_prev_button = self._tool(QStyle.StandardPixmap.SP_ArrowUp, "Previous hit")
-        self.find_prev_button.clicked.connect(self.find_previous)
-        self.find_next_button = self._tool(QStyle.StandardPixmap.SP_ArrowDown, "Next hit")
-        self.find_next_button.clicked.connect(self.find_next)
-        self.hits_label = QLabel()
-
-        bar = QHBoxLayout()
-        bar.setContentsMargins(4, 2, 4, 2)
-        bar.addWidget(self.prev_button)
-        bar.addWidget(self.page_edit)
-        bar.addWidget(self.page_count_label)
-        bar.addWidget(self.next_button)
-        bar.addSpacing(12)
-        bar.addWidget(self.zoom_out_button)
-        bar.addWidget(self.zoom_in_button)
-        bar.addWidget(self.fit_button)
-        bar.addStretch(1)
-        bar.addWidget(self.find_edit, 2)
-        bar.addWidget(self.find_prev_button)
-        bar.addWidget(self.find_next_button)
-        bar.addWidget(self.hits_label)
-        self.toolbar = QWidget()
-        self.toolbar.setLayout(bar)
-
         self.empty_label = QLabel(
             "Drop a PDF, Word, transcript, text or Markdown file here\n"
             "or open one with File ▸ Open (Ctrl+O)."
@@ -125,17 +94,41 @@ class DocumentView(QWidget):
         self.pdf_view = PdfPages(self)
         self.pdf_view.setDocument(self.pdf)
         self.pdf_view.setPageMode(QPdfView.PageMode.MultiPage)
-        self.search = QPdfSearchModel(self)
-        self.search.setDocument(self.pdf)
-        self.pdf_view.setSearchModel(self.search)
-        self.search.rowsInserted.connect(self._on_search_rows_inserted)
-        self.search.modelReset.connect(self._on_search_rows_inserted)
         self.pdf_view.pageNavigator().currentPageChanged.connect(
             self._on_navigator_current_page_changed
         )
 
         self.text_view = DocumentText(self)
         self.text_view.verticalScrollBar().valueChanged.connect(self._on_text_scrolled)
+
+        self.finder = FindBar(
+            self, self.pdf_view, self.text_view, lambda: self.mode, self._set_current
+        )
+        self.finder.set_document(self.pdf)
+        self.search = self.finder.search  # the names scripts and tests use
+        self.find_edit = self.finder.edit
+        self.find_prev_button = self.finder.prev_button
+        self.find_next_button = self.finder.next_button
+        self.hits_label = self.finder.hits_label
+        self.quotes = QuoteHighlighter(self)
+
+        bar = QHBoxLayout()
+        bar.setContentsMargins(4, 2, 4, 2)
+        bar.addWidget(self.prev_button)
+        bar.addWidget(self.page_edit)
+        bar.addWidget(self.page_count_label)
+        bar.addWidget(self.next_button)
+        bar.addSpacing(12)
+        bar.addWidget(self.zoom_out_button)
+        bar.addWidget(self.zoom_in_button)
+        bar.addWidget(self.fit_button)
+        bar.addStretch(1)
+        bar.addWidget(self.find_edit, 2)
+        bar.addWidget(self.find_prev_button)
+        bar.addWidget(self.find_next_button)
+        bar.addWidget(self.hits_label)
+        self.toolbar = QWidget()
+        self.toolbar.setLayout(bar)
 
         self.stack = QStackedWidget()
         self.stack.addWidget(self.empty_label)
@@ -157,13 +150,6 @@ class DocumentView(QWidget):
         layout.addWidget(self.stack, 1)
         self.clear()
 
-    def _tool(self, icon: QStyle.StandardPixmap, tip: str) -> QToolButton:
-        button = QToolButton()
-        button.setIcon(self.style().standardIcon(icon))
-        button.setToolTip(tip)
-        button.setAutoRaise(True)
-        return button
-
     # --- showing -------------------------------------------------------------------------
 
     @property
@@ -177,6 +163,7 @@ class DocumentView(QWidget):
         self._index = None
         self._current = 0
         self._load_id += 1  # a PDF still loading is dropped when it arrives
+        self.quotes.clear()
         self._set_pdf(QPdfDocument(self))
         self.text_view.clear_document()
         self.stack.setCurrentIndex(0)
@@ -231,6 +218,7 @@ class DocumentView(QWidget):
         page = self._pending_page
         self._current = 0
         self.go_to_page(page)
+        self.finder.restart()
 
     def _on_pdf_loaded(self, load_id: int, doc: Document, pdf: QPdfDocument | None) -> None:
         if load_id != self._load_id or self.document is not doc:
@@ -247,8 +235,8 @@ class DocumentView(QWidget):
         page = self._pending_page
         self._current = 0
         self.go_to_page(page)
-        if self._quote_page:  # a quote clicked while the PDF was opening
-            self.search.setSearchString(self.find_edit.text())
+        self.finder.restart()  # words typed while the PDF was opening
+        self.quotes.loaded()  # a quote clicked meanwhile
 
     def _set_pdf(self, pdf: QPdfDocument) -> None:
         """Show ``pdf`` in the view and the search: a new QPdfDocument per document, since
@@ -258,7 +246,7 @@ class DocumentView(QWidget):
         pdf.setParent(self)
         self.pdf = pdf
         self.pdf_view.setDocument(pdf)
-        self.search.setDocument(pdf)
+        self.finder.set_document(pdf)
         if old is not pdf:
             old.close()
             old.deleteLater()
@@ -299,6 +287,7 @@ class DocumentView(QWidget):
         In a transcript or Word document the cited line itself (a moment, a paragraph) is
         scrolled into view and selected.
         """
+        self.quotes.clear()
         block = self.text_view.block_for_anchor(label) if label and self.mode == "text" else None
         if block is not None:
             self.text_view.select_block(block)
@@ -311,32 +300,17 @@ class DocumentView(QWidget):
         return True
 
     def show_quote(self, number: int, quote: str) -> bool:
-        """Show page ``number`` with ``quote`` highlighted on it; False if it is not there.
+        """Show page ``number``, then ``quote`` highlighted on it, whole, once found off the
+        UI thread (``quotes.shown`` says whether it was); False if there is no such page.
 
-        A PDF highlights through the search model: QtPdf searches PDFium's text line by
-        line, so the search is for the longest line of the passage as the page's own text
-        has it (``PageIndex.locate`` finds it through hyphens, ligatures and line breaks),
-        and the result on that page becomes the current one. Text is selected.
+        A PDF paints the quote's characters where the rendered page has them, also over
+        line breaks and onto the next page; text selects it. The find box is left alone.
         """
-        if self._index is None or self.document is None or not 1 <= number <= self.page_count():
-            return False
-        span = self._index.locate(number, quote)
-        if span is None:
-            return False
-        fragment = quote_fragment(self.document.pages[number - 1].text[span[0] : span[1]])
-        self.go_to_page(number)
-        if self.mode == "text":
-            start = self.text_view.document().findBlockByNumber(self._anchors[number - 1])
-            found = self.text_view.document().find(fragment, start.position())
-            if not found.isNull():
-                self.text_view.setTextCursor(found)
-                self.text_view.ensureCursorVisible()
-            return True
-        self.find_edit.setText(fragment)  # the find bar says what is highlighted
-        self.find_edit.setCursorPosition(0)  # from the quote's first words
-        self._quote_page = number
-        self._on_search_rows_inserted()
-        return True
+        return self.quotes.show(number, quote)
+
+    def highlighted_quote(self) -> str:
+        """The characters of the quote highlighted now, as the page has them ("": none)."""
+        return self.quotes.text()
 
     def go_to_page(self, number: int) -> None:
         """Show page ``number`` (1-based, clamped)."""
@@ -425,7 +399,7 @@ class DocumentView(QWidget):
         """Page width = view width."""
         self.pdf_view.setZoomMode(QPdfView.ZoomMode.FitToWidth)
 
-    # --- find ---------------------------------------------------------------------------------
+    # --- find (find_bar.FindBar) ---------------------------------------------------------------
 
     def focus_find(self) -> None:
         """Put the cursor in the find box."""
@@ -434,100 +408,15 @@ class DocumentView(QWidget):
 
     def hit_count(self) -> int:
         """How many hits the current search has."""
-        if self.mode == "pdf":
-            return self.search.rowCount(QModelIndex())
-        return len(self._hits)
-
-    @Slot(str)
-    def _on_find_edit_text_changed(self, text: str) -> None:
-        self._hit = -1
-        self._quote_page = 0
-        if self.mode == "pdf":
-            self.search.setSearchString(text)
-            self._on_search_rows_inserted()
-        elif self.mode == "text":
-            self._find_in_text(text)
-
-    def _find_in_text(self, text: str) -> None:
-        self._hits = []
-        selections: list[QTextEdit.ExtraSelection] = []
-        if text:
-            doc = self.text_view.document()
-            cursor = doc.find(text, 0)
-            highlight = QTextCharFormat()
-            highlight.setBackground(self.palette().color(QPalette.ColorRole.Highlight))
-            highlight.setForeground(self.palette().color(QPalette.ColorRole.HighlightedText))
-            while not cursor.isNull():
-                self._hits.append(cursor)
-                if len(selections) < MAX_HIGHLIGHTS:
-                    selection = QTextEdit.ExtraSelection()
-                    selection.cursor = cursor
-                    selection.format = highlight
-                    selections.append(selection)
-                cursor = doc.find(text, cursor, QTextDocument.FindFlag(0))
-        self.text_view.setExtraSelections(selections)
-        self._show_hits()
-
-    @Slot()
-    def _on_search_rows_inserted(self) -> None:
-        if self._quote_page and self.mode == "pdf":
-            self._highlight_quote_result()
-        self._show_hits()
-
-    def _highlight_quote_result(self) -> None:
-        """Make the first hit on the quoted page the current (highlighted) one, in view."""
-        for row in range(self.search.rowCount(QModelIndex())):
-            link = self.search.resultAtIndex(row)
-            if link.page() == self._quote_page - 1:
-                self._quote_page = 0
-                self._hit = row
-                self.pdf_view.setCurrentSearchResultIndex(row)
-                self.pdf_view.pageNavigator().jump(link)
-                return
-
-    def _show_hits(self) -> None:
-        if not self.find_edit.text():
-            self.hits_label.clear()
-            return
-        count = self.hit_count()
-        where = f"{self._hit + 1} of {count}" if self._hit >= 0 else f"{count} found"
-        self.hits_label.setText(where if count else "not found")
+        return self.finder.hit_count()
 
     def find_next(self) -> None:
         """The next hit, wrapping around."""
-        self._step_hit(+1)
+        self.finder.find_next()
 
     def find_previous(self) -> None:
         """The previous hit, wrapping around."""
-        self._step_hit(-1)
-
-    def _step_hit(self, step: int) -> None:
-        count = self.hit_count()
-        if not count:
-            self._show_hits()
-            return
-        self._hit = (self._hit + step) % count
-        if self.mode == "pdf":
-            self.pdf_view.setCurrentSearchResultIndex(self._hit)
-            link = self.search.resultAtIndex(self._hit)
-            self.pdf_view.pageNavigator().jump(link)
-            self._set_current(link.page() + 1)
-        else:
-            cursor = self._hits[self._hit]
-            self.text_view.setTextCursor(cursor)
-            self.text_view.ensureCursorVisible()
-        self._show_hits()
-
-
-def quote_fragment(passage: str, limit: int = 80) -> str:
-    """The longest line of a passage (without a line-end hyphen), at most ``limit``
-    characters cut at a word: what QtPdf's search can find on the page."""
-    lines = [line.strip().removesuffix("-").strip() for line in passage.splitlines()]
-    best = max(lines, key=len, default="")
-    if len(best) > limit:
-        cut = best.rfind(" ", 0, limit)
-        best = best[: cut if cut > limit // 2 else limit]
-    return best
+        self.finder.find_previous()
 
 
 def _load_pdf(path: Path, ui_thread: QThread) -> QPdfDocument | None:

@@ -9,6 +9,7 @@ So nothing on the UI thread is per row beyond a list scan (bench/bench_library.p
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 from dataclasses import dataclass
@@ -22,10 +23,11 @@ from PySide6.QtCore import (
     QPersistentModelIndex,
     QPoint,
     Qt,
+    QTimer,
     Signal,
     Slot,
 )
-from PySide6.QtGui import QIcon, QPalette
+from PySide6.QtGui import QIcon, QPalette, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -43,16 +45,19 @@ from PySide6.QtWidgets import (
 from desktop.answering.budget import ContextLimits, document_budget, explain_limit
 from desktop.documents.model import Document
 from desktop.errors import DocumentError, plural
-from desktop.library import expand_paths, open_document
+from desktop.library import LibraryChanges, expand_paths, open_document
 from desktop.session import DocumentSummary, Store
 from desktop.ui import messages, tasks
+from desktop.ui.library_follow import LibraryFollower
 from desktop.ui.search_results import SearchResults
-from desktop.ui.session import unanswerable_reason
+from desktop.ui.session import image_only, unanswerable_reason
 
 log = logging.getLogger("longdoc.ui.library")
 
 COLUMNS = ("Title", "Pages", "Tokens", "Fits")
+TOKENS_COLUMN = 2
 FITS_COLUMN = 3
+TITLE_CHARS = 18  # the least a title keeps before the Tokens column makes way
 SHA_ROLE = Qt.ItemDataRole.UserRole + 1
 STATE_ROLE = Qt.ItemDataRole.UserRole + 2  # "ready" | "queued" | "reading" | "failed"
 
@@ -107,6 +112,7 @@ class LibraryModel(QAbstractTableModel):
         self.context: ContextLimits | None = None
         self.thinking = True
         self.reserve = 0
+        self.reads_images: bool | None = None  # the server's model; None: not known yet
         self._icons: dict[str, QIcon] = {}
         self._placeholder: Any = None
 
@@ -154,8 +160,12 @@ class LibraryModel(QAbstractTableModel):
             return self.fits(row)[0]
         if role == Qt.ItemDataRole.ToolTipRole:
             if column == 0:
-                # The path, and what extraction could not read (damaged pages, parts).
-                return "\n".join([row.path, *(f"Warning: {w}" for w in row.warnings)])
+                # The whole title (the cell may elide it), the path, and what extraction
+                # could not read (damaged pages, parts).
+                size = f"{plural(row.pages, 'page')}, {plural(row.tokens, 'token')}"
+                warnings = [f"Warning: {w}" for w in row.warnings]
+                lines = [_title(row), row.path, size, *warnings]
+                return "\n".join(lines)
             if column == 1 and row.empty_pages:
                 return f"{plural(row.empty_pages, 'page')} without text (scanned?)"
             if column == FITS_COLUMN:
@@ -182,9 +192,20 @@ class LibraryModel(QAbstractTableModel):
 
     def fits(self, row: DocumentSummary) -> tuple[str, str]:
         """The "Fits" cell and its tooltip for a document."""
-        reason = unanswerable_reason(row.kind, row.pages, row.empty_pages)
+        reason = unanswerable_reason(row.kind, row.pages, row.empty_pages, self.reads_images)
         if reason is not None:
             return "✗ no text", f"Cannot be asked about: {reason}"
+        if image_only(row.kind, row.pages, row.empty_pages):
+            # Its pages go as images (the core's rule); what they cost is counted when asked.
+            if self.reads_images:
+                return (
+                    "images",
+                    "Its pages are images: asked about as images, which the server reads",
+                )
+            return "images", (
+                "Its pages are images: asked about as images if the server's model reads "
+                "them, otherwise run it through OCR (e.g. ocrmypdf)"
+            )
         if self.context is None:
             return "", "The server's context length is not known yet"
         # The budget bar's figure for the whole document with the question box empty.
@@ -196,6 +217,25 @@ class LibraryModel(QAbstractTableModel):
             f"{budget.overflow:,} tokens too many: {explain_limit(budget)}; ask about a page range",
         )
 
+    def widest(self) -> tuple[str, str, str]:
+        """The longest Pages, Tokens and Fits texts the documents have: one plain pass over
+        the rows (no cell formatted, no budget but the largest document's), as the columns
+        are sized from these on every change (bench/bench_library.py)."""
+        pages = 0
+        largest: DocumentSummary | None = None
+        scans = False  # a PDF with no text layer: "images", or "✗ no text"
+        for row in self._rows:
+            if isinstance(row, DocumentSummary):
+                pages = max(pages, row.pages)
+                if largest is None or row.tokens > largest.tokens:
+                    largest = row
+                scans = scans or row.empty_pages >= row.pages
+        if largest is None:
+            return "", "", ""
+        scan = "✗ no text" if self.reads_images is False else "images"
+        fits = [self.fits(largest)[0], *([scan] if scans else [])]
+        return f"{pages:,}", f"{largest.tokens:,}", max(fits, key=len)
+
     # --- changes, each in one batch ----------------------------------------------------
 
     def set_style(self, icons: dict[str, QIcon], placeholder: Any) -> None:
@@ -204,12 +244,17 @@ class LibraryModel(QAbstractTableModel):
         self._placeholder = placeholder
 
     def set_context(
-        self, context: ContextLimits | None, reserve: int, thinking: bool = True
+        self,
+        context: ContextLimits | None,
+        reserve: int,
+        thinking: bool = True,
+        reads_images: bool | None = None,
     ) -> None:
         """New server limits (or settings): one change signal for the whole "Fits" column."""
         self.context = context
         self.reserve = reserve
         self.thinking = thinking
+        self.reads_images = reads_images
         count = self.rowCount()
         if count:
             self.dataChanged.emit(
@@ -407,15 +452,25 @@ class LibraryPanel(QWidget):
         header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         header.setStretchLastSection(False)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        # Widths from typical contents, not ResizeToContents: that measures up to 1,000
-        # rows (through the Python model) on every change. The user can drag them wider.
-        metrics = self.fontMetrics()
-        for column, sample in ((1, "9,999"), (2, "999,999"), (3, "✗ +99,999")):
+        # Title stretches; the others fit their contents, measured from the widest texts
+        # the model has (LibraryModel.widest), not by ResizeToContents: that formats up to
+        # 1,000 rows (through the Python model) on every change. A width the user drags
+        # holds until the next change of the list.
+        for column in (1, 2, 3):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)
-            width = max(
-                metrics.horizontalAdvance(sample), metrics.horizontalAdvance(COLUMNS[column])
-            )
-            header.resizeSection(column, width + 14)
+        self._fit_timer = QTimer(self)
+        self._fit_timer.setSingleShot(True)  # one fit per event-loop turn of changes
+        self._fit_timer.timeout.connect(self.fit_columns)
+        for change in (
+            self.model.modelReset,
+            self.model.rowsInserted,
+            self.model.rowsRemoved,
+            self.model.dataChanged,
+        ):
+            change.connect(self._fit_timer.start)
+        self.fit_columns()
+        # Tab moves between widgets, not through the cells (18 presses stayed in here).
+        self.view.setTabKeyNavigation(False)
         self.view.selectionModel().currentRowChanged.connect(self._on_view_current_row_changed)
         self.view.selectionModel().selectionChanged.connect(self._update_set_button)
 
@@ -451,17 +506,56 @@ class LibraryPanel(QWidget):
         layout.addWidget(self.set_ask_button)
         layout.addLayout(buttons)
         self._update_empty()
+        # Tab order: search, the list, its search hits, then the buttons under them.
+        chain = [
+            self.filter_edit,
+            self.view,
+            self.search_results,
+            self.set_ask_button,
+            self.add_button,
+            self.remove_button,
+        ]
+        for first, second in itertools.pairwise(chain):
+            QWidget.setTabOrder(first, second)
+
+        # Documents another Longdoc process adds or removes show here too.
+        self.changes = LibraryChanges(store)
+        self.follower = LibraryFollower(self.changes, self)
+        self.follower.changed.connect(self.set_documents)
+        self.follower.changed.connect(self.search_results.refresh)  # new pages may say it
+        self.follower.start()
 
     # --- rows -------------------------------------------------------------------------------
 
     def refresh(self) -> None:
         """Reload the list from the store (off the UI thread)."""
         tasks.run_call(
-            self.store.list_documents,
+            self.changes.list_now,
             receiver=self,
             success=self._on_documents_listed,
             name="list documents",
         )
+
+    def fit_columns(self) -> None:
+        """Pages, Tokens and Fits as wide as their widest text (or header); Title the rest.
+        In a narrow library the Tokens column goes (the title's tooltip has the count)
+        rather than leave the titles a few letters."""
+        cells = self.view.fontMetrics()
+        header = self.view.horizontalHeader()
+        labels = header.fontMetrics()
+        pad = 2 * self.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin) + 12
+        widths = {}
+        for column, text in zip((1, 2, 3), self.model.widest(), strict=True):
+            width = max(cells.horizontalAdvance(text), labels.horizontalAdvance(COLUMNS[column]))
+            widths[column] = width + pad
+            header.resizeSection(column, widths[column])
+        room = self.view.viewport().width() - sum(widths.values())
+        self.view.setColumnHidden(TOKENS_COLUMN, room < cells.averageCharWidth() * TITLE_CHARS)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """Narrower or wider: the columns fit again (Tokens shown only where it has room)."""
+        super().resizeEvent(event)
+        self._fit_timer.start()
 
     def _on_documents_listed(self, summaries: list[DocumentSummary]) -> None:
         self.set_documents(summaries)
@@ -477,10 +571,14 @@ class LibraryPanel(QWidget):
         self._update_empty()
 
     def set_context(
-        self, limits: ContextLimits | None, reserve: int, thinking: bool = True
+        self,
+        limits: ContextLimits | None,
+        reserve: int,
+        thinking: bool = True,
+        reads_images: bool | None = None,
     ) -> None:
         """The server's limits (or the settings) changed: recompute the "fits" column."""
-        self.model.set_context(limits, reserve, thinking)
+        self.model.set_context(limits, reserve, thinking, reads_images)
 
     def fits_text(self, sha: str) -> str | None:
         """The "fits" cell of a document (tests)."""

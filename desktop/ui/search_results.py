@@ -9,6 +9,7 @@ dropped when they arrive, so a slow early query never replaces a later one.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import logging
 
@@ -220,21 +221,24 @@ class SearchResults(QWidget):
         )
         self.hint.setVisible(True)
         groups: dict[str, QTreeWidgetItem] = {}
-        for hit in result.hits:  # best first: documents in the order of their best hit
-            parent = groups.get(hit.document.sha256)
-            if parent is None:
-                parent = QTreeWidgetItem([hit.document.title or hit.document.path])
-                parent.setToolTip(0, hit.document.path)
-                parent.setFlags(Qt.ItemFlag.ItemIsEnabled)
-                font = parent.font(0)
-                font.setBold(True)
-                parent.setFont(0, font)
-                self.tree.addTopLevelItem(parent)
-                groups[hit.document.sha256] = parent
-            item = QTreeWidgetItem(parent, [self._hit_text(hit)])
-            item.setData(0, HIT_ROLE, hit)
-            item.setData(0, HTML_ROLE, self._hit_html(hit))
-            item.setToolTip(0, self._hit_text(hit))
+        for found in result.hits:  # best first: documents in the order of their best hit
+            # An answer about a set is listed under each of its documents (opening that one).
+            for ref in found.documents if found.kind == "answer" else (found.document,):
+                hit = found if ref == found.document else dataclasses.replace(found, document=ref)
+                parent = groups.get(ref.sha256)
+                if parent is None:
+                    parent = QTreeWidgetItem([ref.title or ref.path])
+                    parent.setToolTip(0, ref.path)
+                    parent.setFlags(Qt.ItemFlag.ItemIsEnabled)
+                    font = parent.font(0)
+                    font.setBold(True)
+                    parent.setFont(0, font)
+                    self.tree.addTopLevelItem(parent)
+                    groups[ref.sha256] = parent
+                item = QTreeWidgetItem(parent, [self._hit_text(hit)])
+                item.setData(0, HIT_ROLE, hit)
+                item.setData(0, HTML_ROLE, self._hit_html(hit))
+                item.setToolTip(0, self._hit_text(hit))
         self.tree.expandAll()
         self.tree.setVisible(True)
         self.setVisible(True)
@@ -243,7 +247,11 @@ class SearchResults(QWidget):
     def _where(hit: Hit) -> str:
         if hit.kind == "page":
             return f"p. {hit.label or hit.page}"
-        return f"Answer ({(search.iso(hit.asked_at) or '')[:10]}): {hit.question or ''}"
+        day = (search.iso(hit.asked_at) or "")[:10]
+        if len(hit.documents) > 1:  # about a set: name its documents with their letters
+            names = ", ".join(f"{d.letter} {d.title or d.path}" for d in hit.documents)
+            return f"Answer about {names} ({day}): {hit.question or ''}"
+        return f"Answer ({day}): {hit.question or ''}"
 
     def _hit_html(self, hit: Hit) -> str:
         return f"<i>{html.escape(self._where(hit))}</i><br>{snippet_html(hit.snippet)}"

@@ -2,7 +2,7 @@
 
 Two modes. Managed (``settings.endpoint`` empty): the ``server_manager`` starts, stops and
 reports the server of the chosen profile. External (``settings.endpoint`` set): Longdoc
-only looks at that endpoint's ``/health``, ``/v1/models`` and ``/metrics``.
+only looks at that endpoint's health, model list and metrics (``longdoc_net.endpoint.look``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from desktop.errors import ConfigError
 from desktop.ui import messages, tasks
 from longdoc_net.endpoint import Phase
 from server_manager import ServerManager, ServerStatus
-from server_manager.manager import endpoint_status
+from server_manager.manager import endpoint_status, server_status
 from server_manager.profiles import available_profiles
 
 log = logging.getLogger("longdoc.ui.server")
@@ -122,9 +122,7 @@ class ServerMonitor(QObject):
         gpus = self.want_gpus
 
         def look() -> ServerStatus:
-            if settings.endpoint:
-                return external_status(settings)
-            return ServerManager(data_dir(), settings).status(gpus=gpus)
+            return server_status(data_dir(), settings, gpus=gpus)
 
         self._task = tasks.run_call(
             look,

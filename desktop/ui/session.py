@@ -9,6 +9,7 @@ from desktop.session import (
     BudgetView,
     Session,
     document_unanswerable,
+    image_only,
     unanswerable_reason,
 )
 
@@ -16,5 +17,6 @@ __all__ = [
     "BudgetView",
     "Session",
     "document_unanswerable",
+    "image_only",
     "unanswerable_reason",
 ]

@@ -29,7 +29,7 @@ from desktop.answering.events import AnswerDelta, Stored
 from desktop.answering.prompt import document_share
 from desktop.answering.service import Question
 from desktop.answering.sets import DocumentSet, build_set
-from desktop.answers import CitationCheck
+from desktop.answers import CitationCheck, StoredAnswer
 from desktop.documents.model import Document
 from desktop.session import Session
 from desktop.ui import messages, tasks
@@ -198,6 +198,15 @@ class SetAskWindow(QWidget):
             failure=self._on_failed,
             name="ask a set",
         )
+
+    def show_answer(self, answer: StoredAnswer) -> None:
+        """A stored answer about this set (opened from a search hit), its quotes linked."""
+        if self._task is not None:
+            return
+        self.checks = list(answer.citations.items) if answer.citations else []
+        self.question_edit.setPlainText(answer.question)
+        self.answer_view.setHtml(answer_html(answer.answer, self.checks))
+        self.quotes_label.setText(summary(self.checks))
 
     @Slot()
     def stop(self) -> None:

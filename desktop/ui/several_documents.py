@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtWidgets import QFileDialog, QWidget
 
+from desktop.answers import StoredAnswer
 from desktop.documents.model import Document
 from desktop.library import open_document
 from desktop.ui import messages, tasks
 
 if TYPE_CHECKING:
     from desktop.ui.main_window import MainWindow
+    from desktop.ui.set_window import SetAskWindow
 
 
 class SeveralDocuments(QObject):
@@ -46,18 +48,39 @@ class SeveralDocuments(QObject):
             name="load documents",
         )
 
+    def open_answer(self, shas: list[str], answer_id: int) -> None:
+        """A stored answer about a set (a search hit): the set's window, showing it."""
+        store = self.window.session.store
+
+        def show(docs: list[Document]) -> None:
+            window = self.show_set(docs)
+
+            def loaded(answer: StoredAnswer | None) -> None:
+                if answer is not None:
+                    window.show_answer(answer)
+
+            tasks.run_call(
+                lambda: store.get_answer(answer_id),
+                receiver=window,
+                success=loaded,
+                name="load answer",
+            )
+
+        self._load(shas, show)
+
     @Slot(list)
     def ask_about(self, shas: list[str]) -> None:
         """Open "Ask about these N documents" on stored documents, in this order."""
         self._load(shas, self.show_set)
 
-    def show_set(self, docs: list[Document]) -> QWidget:
+    def show_set(self, docs: list[Document]) -> SetAskWindow:
         """The window asking about ``docs`` as a set (A, B, C... in this order)."""
         from desktop.ui.set_window import SetAskWindow
 
         window = SetAskWindow(self.window.session, docs, self.window)
         window.citation_opened.connect(self._on_set_window_citation_opened)
-        return self._keep(window)
+        self._keep(window)
+        return window
 
     @Slot(str, str)
     def compare_stored(self, old: str, new: str) -> None:

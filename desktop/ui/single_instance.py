@@ -81,7 +81,10 @@ class InstanceGuard(QObject):
         if probe.waitForConnected(CONNECT_TIMEOUT_MS):
             probe.disconnectFromServer()
             return False
-        if QLocalServer.removeServer(self.name):
+        # Only a socket file nobody answers on is a leftover; on the first start there is
+        # none (removeServer would report success all the same: nothing left to remove).
+        stale = probe.error() != QLocalSocket.LocalSocketError.ServerNotFoundError
+        if QLocalServer.removeServer(self.name) and stale:
             log.info("removed a stale instance socket: %s", self.name)
         if not self.server.listen(self.name):
             log.warning("cannot listen for other starts of Longdoc: %s", self.server.errorString())

@@ -411,7 +411,13 @@ def test_bundled_rocm_profile_needs_gpu_devices(managed_home: Path, model_dir: P
     )
     result = longdoc("server", "start", "--profile", "sglang-rocm", home=managed_home)
     assert result.returncode == 15
-    assert "No GPU device nodes" in _one_error(result)
+    # Alone, one line; with the image missing too, the problems listed one line each.
+    lines = result.stderr.splitlines()
+    if len(lines) == 1:
+        assert lines[0].startswith("Error: No GPU device nodes")
+    else:
+        assert lines[:2] == ["Error: 2 problems prevent the start:", lines[1]]
+        assert lines[1].startswith("  • No GPU device nodes")
 
 
 def test_native_profile_start_ready_stop(managed_home: Path, native_profile: ProfileMaker) -> None:
@@ -581,12 +587,13 @@ def test_preflight_reports_every_problem_at_once(
         blocker.listen()
         result = longdoc("server", "start", "--profile", "test", home=managed_home)
     assert result.returncode == 12  # the image: the most fundamental of the three
-    line = _one_error(result)
-    assert line.startswith("Error: 3 problems prevent the start: (1) The image ")
-    assert "(2) The model directory /nonexistent/Qwen3.5 does not exist" in line
-    assert f"(3) Port {port} is already in use" in line
+    lines = result.stderr.splitlines()  # one bulleted line per problem
+    assert lines[0] == "Error: 3 problems prevent the start:"
+    assert lines[1].startswith("  • The image ")
+    assert lines[2].startswith("  • The model directory /nonexistent/Qwen3.5 does not exist")
+    assert lines[3].startswith(f"  • Port {port} is already in use")
     mine = managed_home / "profiles" / "test.toml"
-    assert line.count(str(mine)) == 3  # each says where to fix it: the user's file
+    assert all(str(mine) in line for line in lines[1:])  # each says where: the user's file
 
 
 def _live(pid: int) -> bool:

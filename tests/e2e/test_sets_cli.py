@@ -190,3 +190,23 @@ def test_a_set_too_large_names_each_documents_tokens(
     # What it suggests fits.
     fits = ask(small_server, home, *docs[:2], "Q?")
     assert fits.returncode == 0, fits.stderr
+
+
+def test_the_engines_own_too_long_400_about_a_set_names_each_documents_tokens(
+    sglang: FakeSGLang, home: Path, docs: list[str]
+) -> None:
+    """A server whose real limit is below what it states refuses with its own 400: the set
+    form of Longdoc's refusal (each document's tokens, exit 3), not document A's."""
+    sglang.behaviour.update(
+        fail_status=400,
+        fail_times=None,
+        fail_message="The input (9000 tokens) is longer than the model's context length"
+        " (2800 tokens).",
+    )
+    result = ask(sglang, home, *docs, "Q?")
+    assert result.returncode == 3
+    line = one_error(result)
+    assert line.startswith("Error: these 3 documents (")
+    for letter, path in zip("ABC", docs, strict=True):
+        assert f"{letter} {path} " in line
+    assert "--pages 1-" not in line  # no range of document A alone

@@ -21,6 +21,12 @@ def test_help_menu_shows_the_checklist_with_the_server_ok(
     assert dialog.tree.topLevelItemCount() == len(dialog.checks)
     texts = [dialog.tree.topLevelItem(i).text(1) for i in range(dialog.tree.topLevelItemCount())]
     assert "Server" in texts and "Data directory" in texts
+    # It checks what the window uses: the fake server at the endpoint, not the managed
+    # profile (sglang-rocm's container on port 30000), as the server panel does.
+    profile = names["Server profile"]
+    assert profile.detail.startswith(f"external: the endpoint {window.session.settings.endpoint}")
+    assert "on port" not in profile.detail and "container" not in profile.detail
+    assert window.session.settings.endpoint in names["Server"].detail
     assert dialog.again_button.isEnabled()
 
 

@@ -56,3 +56,22 @@ def test_a_squeezed_layout_is_not_saved(
     stored = QSettings(str(data_dir() / "ui.ini"), QSettings.Format.IniFormat)
     assert stored.contains("window/geometry")
     assert not stored.contains("splitters/main")
+
+
+def test_a_message_listing_several_problems_is_one_line_in_the_status_bar(
+    window: MainWindow,
+) -> None:
+    """A list (start-up problems) keeps the status bar one line high; the tooltip and the
+    message history hold it whole."""
+    from desktop.ui import messages
+
+    text = "3 problems prevent the start:\n  • no GPU\n  • no model folder\n  • port busy"
+    messages.warning(text)
+    label = window.message_label
+    assert "\n" not in label.text()
+    assert label.text().startswith("3 problems prevent the start")
+    assert label.toolTip() == text
+    assert "port busy" in window.message_log[-1][1].text
+    messages.warning("One problem.")
+    assert label.text() == "One problem."
+    assert label.toolTip() == ""

@@ -22,7 +22,7 @@ from desktop.ui.document_view import DocumentView
 from desktop.ui.main_window import MainWindow
 from desktop.ui.settings_dialog import SettingsDialog
 from tests.conftest import API_KEY, CORPUS_DIR
-from tests.gui.conftest import ENCRYPTED, FOUR_PAGES, open_document, wait_ready
+from tests.gui.conftest import ENCRYPTED, FOUR_PAGES, ask, open_document, wait_ready
 from tests.support.sglang_server import FakeSGLang
 
 SCANNED = CORPUS_DIR / "007-imagemagick-images" / "imagemagick-images.pdf"
@@ -36,21 +36,44 @@ def chat_requests(server: FakeSGLang) -> int:
 # --- a scanned PDF (issue 7 I) -----------------------------------------------------------
 
 
-def test_a_scanned_pdf_is_shown_unanswerable_with_the_reason(
+def test_a_scanned_pdf_is_asked_about_as_images_when_the_server_reads_them(
     qtbot: QtBot, window: MainWindow, sglang: FakeSGLang
 ) -> None:
+    """Issue 21 item 7: the app refused image-only PDFs ("✗ no text", Ask disabled) while
+    the CLI sent their pages as images; now it asks as the CLI does (the core's rule)."""
+    qtbot.waitUntil(lambda: window.session.reads_images is True, timeout=20_000)
     open_document(window, qtbot, SCANNED)
-    # Once the server's context is known, the library would otherwise say it fits.
-    qtbot.waitUntil(lambda: window.library.model.context is not None, timeout=20_000)
+    doc = window.document
+    assert doc is not None
+    assert window.library.fits_text(doc.sha256) == "images"
+    assert "asked about as images" in (window.library.fits_tip(doc.sha256) or "")
+    panel = window.ask_panel
+    assert panel.ask_button.isEnabled()
+    result = ask(window, qtbot, "What is in the picture?")
+    assert getattr(result, "answer", None)
+    sent = [r for r in sglang.requests if r.path.endswith("/chat/completions")][-1]
+    parts = [
+        p for m in sent.body["messages"] if isinstance(m["content"], list) for p in m["content"]
+    ]
+    assert sum(p.get("type") == "image_url" for p in parts) == 6  # one per scanned page
+
+
+def test_a_scanned_pdf_is_refused_with_one_reason_when_the_server_reads_no_images(
+    qtbot: QtBot, window: MainWindow, sglang: FakeSGLang
+) -> None:
+    """Without images the reason says so, with OCR as the other way (not the only one)."""
+    sglang.behaviour.image_understanding = False
+    qtbot.waitUntil(lambda: window.session.reads_images is False, timeout=20_000)
+    open_document(window, qtbot, SCANNED)
     doc = window.document
     assert doc is not None
     fits = window.library.fits_text(doc.sha256)
     assert fits == "✗ no text"
     tip = window.library.fits_tip(doc.sha256) or ""
-    assert "no text could be extracted" in tip and "OCR" in tip
+    assert "does not read images" in tip and "or run it through OCR" in tip
     panel = window.ask_panel
     assert not panel.ask_button.isEnabled()
-    assert "no text could be extracted" in panel.ask_button.toolTip()
+    assert "does not read images" in panel.ask_button.toolTip()
     assert "Cannot ask about this document: no text could be extracted" in (
         panel.budget_bar.label.text()
     )
@@ -299,3 +322,70 @@ def test_the_answer_panel_is_ready_after_a_document_without_server(
     wait_ready(window, qtbot)
     assert window.ask_panel.ask_button.isEnabled()
     assert window.ask_panel.ask_button.toolTip().startswith("Ask")
+
+
+# --- other Longdoc processes (issue 21 item 6) ------------------------------------------------
+
+
+def test_the_library_follows_cli_ingest_and_remove(
+    qtbot: QtBot, window: MainWindow, home: Path
+) -> None:
+    """A ``longdoc ingest`` into the same data directory shows in the open window, and a
+    ``longdoc remove`` takes the row away, without a restart (SQLite's data_version, checked
+    off the UI thread about once a second; the goal is within 5 s)."""
+    from tests.support.cli import longdoc
+
+    open_document(window, qtbot, FOUR_PAGES)
+    library = window.library
+    assert len(library.row_texts()) == 1
+    ingested = longdoc("ingest", str(WITH_IMAGE), home=home)
+    assert ingested.returncode == 0, ingested.stderr
+    qtbot.waitUntil(lambda: len(library.row_texts()) == 2, timeout=10_000)
+    removed = longdoc("remove", str(WITH_IMAGE), home=home)
+    assert removed.returncode == 0, removed.stderr
+    qtbot.waitUntil(lambda: len(library.row_texts()) == 1, timeout=10_000)
+    assert window.document is not None  # the open document stays open
+
+
+def test_a_scan_opened_before_the_server_answers_is_refused_once_it_reads_no_images(
+    qtbot: QtBot, window: MainWindow, sglang: FakeSGLang
+) -> None:
+    """Opened while the server's image support is unknown, a scan is left to the core; when
+    the server turns out to read no images, Ask is disabled with the reason at once."""
+    import threading
+
+    sglang.behaviour.image_understanding = False
+    gate = threading.Event()
+    limits = window.session.limits
+
+    def gated() -> ContextLimits:
+        gate.wait(30)
+        return limits()
+
+    window.session.limits = gated  # type: ignore[method-assign]
+    open_document(window, qtbot, SCANNED)
+    panel = window.ask_panel
+    assert window.session.reads_images is None and panel.ask_button.isEnabled()
+    gate.set()
+    qtbot.waitUntil(lambda: not panel.ask_button.isEnabled(), timeout=20_000)
+    assert "does not read images" in panel.ask_button.toolTip()
+
+
+def test_a_narrow_library_gives_its_titles_the_tokens_column(
+    qtbot: QtBot, window: MainWindow
+) -> None:
+    """Too narrow for titles beside three number columns, the library drops Tokens (the
+    title's tooltip has the count) rather than cut every title to a few letters."""
+    open_document(window, qtbot, FOUR_PAGES)
+    library = window.library
+    view = library.view
+    window.resize(1400, 860)
+    qtbot.waitUntil(lambda: not view.isColumnHidden(2))
+    sizes = window.splitter.sizes()
+    window.splitter.setSizes([220, sizes[1] + sizes[0] - 220, sizes[2], 0])
+    qtbot.waitUntil(lambda: view.isColumnHidden(2))
+    assert view.columnWidth(0) >= view.fontMetrics().averageCharWidth() * 12
+    tip = library.model.index(0, 0).data(Qt.ItemDataRole.ToolTipRole)
+    assert "4 pages, " in tip and " tokens" in tip
+    window.splitter.setSizes(sizes)
+    qtbot.waitUntil(lambda: not view.isColumnHidden(2))

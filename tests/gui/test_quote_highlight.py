@@ -1,14 +1,19 @@
-"""Clicking a checked quote's citation shows its page with the quoted passage highlighted."""
+"""Clicking a checked quote's citation shows its page with the quoted passage highlighted whole.
+
+The quote is found off the UI thread; a PDF paints PDFium's characters of the whole
+passage (over line breaks and a page break), text selects it; the find box is left alone.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QModelIndex, QPoint, Qt
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QTextCursor
 from pytestqt.qtbot import QtBot
 
-from desktop.ui.document_view import quote_fragment
+from desktop.answering.citations import normalize_words
+from desktop.ui.document_view import DocumentView
 from desktop.ui.main_window import MainWindow
 from tests.gui.conftest import GEOTOPO, ask, open_document, wait_ready
 from tests.gui.test_asking import anchor_position
@@ -32,13 +37,27 @@ def click_anchor(qtbot: QtBot, window: MainWindow, href: str) -> None:
         qtbot.mouseClick(browser.viewport(), Qt.MouseButton.LeftButton, pos=point)
 
 
-def current_result_page(window: MainWindow) -> int | None:
-    """The 1-based page of the view's current (highlighted) search result, if any."""
-    view = window.doc_view
-    index = view.pdf_view.currentSearchResultIndex()
-    if not 0 <= index < view.search.rowCount(QModelIndex()):
-        return None
-    return view.search.resultAtIndex(index).page() + 1
+def highlighted_text(view: DocumentView) -> str:
+    """The words the quote highlight covers: QtPdf's own characters at the highlighted
+    indices (a PDF), or the text view's selection."""
+    if view.mode == "text":
+        return normalize_words(view.text_view.selected_text())
+    parts = [
+        view.pdf.getSelectionAtIndex(s.number - 1, s.start, s.end - s.start).text()
+        for s in view.quotes.spans
+    ]
+    return normalize_words(" ".join(parts))
+
+
+def assert_rects_are_qtpdfs(view: DocumentView) -> None:
+    """The painted rectangles are where QtPdf itself has those characters."""
+    for span in view.quotes.spans:
+        selection = view.pdf.getSelectionAtIndex(span.number - 1, span.start, span.end - span.start)
+        theirs = [polygon.boundingRect() for polygon in selection.bounds()]
+        assert len(theirs) == len(span.rects) > 0
+        for (x, y, w, h), rect in zip(span.rects, theirs, strict=True):
+            assert abs(x - rect.x()) < 1 and abs(y - rect.y()) < 1
+            assert abs(w - rect.width()) < 1 and abs(h - rect.height()) < 1
 
 
 def test_clicking_a_verified_citation_highlights_the_quote_on_its_page(
@@ -55,26 +74,31 @@ def test_clicking_a_verified_citation_highlights_the_quote_on_its_page(
     assert doc_view.current_page() == 1 and doc_view.hit_count() == 0
 
     click_anchor(qtbot, window, "longdoc-page:l=ii")
-    qtbot.waitUntil(lambda: current_result_page(window) == 2, timeout=10_000)
+    qtbot.waitUntil(lambda: bool(doc_view.quotes.spans), timeout=10_000)
     assert doc_view.current_page() == 2 and doc_view.page_edit.text() == "ii"
-    # What the search model found is the quote as the page has it.
-    assert doc_view.find_edit.text() in VERIFIED
-    assert len(doc_view.find_edit.text()) >= 30
-    assert doc_view.search.resultsOnPage(1)
+    # The whole quote is highlighted, where QtPdf has its characters; the find box is empty.
+    assert highlighted_text(doc_view) == normalize_words(VERIFIED)
+    assert_rects_are_qtpdfs(doc_view)
+    assert doc_view.find_edit.text() == "" and doc_view.hit_count() == 0
 
     # The misplaced quote's "on p. 3" mark opens physical page 6 with the passage there.
     click_anchor(qtbot, window, "longdoc-page:n=6")
-    qtbot.waitUntil(lambda: current_result_page(window) == 6, timeout=10_000)
+    qtbot.waitUntil(
+        lambda: doc_view.quotes.spans[:1] != [] and doc_view.quotes.spans[0].number == 6,
+        timeout=10_000,
+    )
     assert doc_view.page_edit.text() == "3"
-    assert doc_view.find_edit.text() in MISPLACED
+    assert highlighted_text(doc_view) == normalize_words(MISPLACED)
+    assert doc_view.find_edit.text() == ""
 
     # So does the "p. 3" link in the line under the answer.
     doc_view.go_to_page(1)
-    doc_view.find_edit.clear()
     with qtbot.waitSignal(window.ask_panel.quote_clicked, timeout=3_000) as blocker:
         click_link(qtbot, view.quotes_label)
     assert blocker.args == [MISPLACED, 6]
-    qtbot.waitUntil(lambda: current_result_page(window) == 6, timeout=10_000)
+    qtbot.waitUntil(
+        lambda: doc_view.current_page() == 6 and bool(doc_view.quotes.spans), timeout=10_000
+    )
 
 
 def test_a_citation_whose_quote_is_elsewhere_highlights_nothing(
@@ -98,14 +122,6 @@ def test_a_citation_whose_quote_is_elsewhere_highlights_nothing(
         qtbot.mouseClick(browser.viewport(), Qt.MouseButton.LeftButton, pos=point)
     qtbot.waitUntil(lambda: window.doc_view.page_edit.text() == "9")
     assert window.doc_view.find_edit.text() == ""
-
-
-def test_quote_fragment_is_one_line_of_the_passage() -> None:
-    passage = "ein Paar (X, T) bestehend aus einer Men-\nge X"
-    assert quote_fragment(passage) == "ein Paar (X, T) bestehend aus einer Men"
-    assert quote_fragment("a b\nthe longest line here\nc") == "the longest line here"
-    long = "word " * 40
-    assert len(quote_fragment(long)) <= 80 and quote_fragment(long).endswith("word")
 
 
 def test_in_a_text_document_the_quoted_passage_is_selected(

@@ -85,3 +85,53 @@ def test_the_viewer_keeps_its_page_across_resizes(window: MainWindow, qtbot: obj
         _settle()
         assert view.current_page() == 9, f"at {size}"
         assert view.pdf_view.pageNavigator().currentPage() == 8
+
+
+@pytest.mark.xvfb
+def test_tab_leaves_the_library_and_its_titles_fit(window: MainWindow, qtbot: object) -> None:
+    """Regression (issue 21 item 5): 18 Tab presses cycled the library table's cells, and at
+    1,400 px its titles were cut to "Geo…" beside the number columns."""
+    from PySide6.QtTest import QTest
+
+    window.resize(1400, 860)
+    open_document(window, qtbot, GEOTOPO)
+    library = window.library
+    view = library.view
+    _settle()
+    window.activateWindow()
+    view.setFocus()
+    qtbot.waitUntil(view.hasFocus)  # type: ignore[attr-defined]
+    presses = 0
+    while library.isAncestorOf(QApplication.focusWidget()) and presses < 20:
+        QTest.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
+        _settle(3)
+        presses += 1
+    assert presses <= 6, f"focus still in the library after {presses} Tab presses"
+    # The title column takes the room the number columns leave; the title reads whole.
+    title = library.row_texts()[0]
+    assert title == "Geometrie und Topologie"
+    needed = view.fontMetrics().horizontalAdvance(title) + view.iconSize().width() + 12
+    assert view.columnWidth(0) >= needed, f"title column {view.columnWidth(0)} px at 1400"
+    for column in (1, 2):
+        text = library.model.index(0, column).data()
+        assert view.columnWidth(column) > view.fontMetrics().horizontalAdvance(text)
+    # A title too long for any width is elided in the cell: the tooltip has all of it.
+    tip = library.model.index(0, 0).data(Qt.ItemDataRole.ToolTipRole)
+    assert tip.splitlines()[0] == title
+
+
+@pytest.mark.xvfb
+def test_a_cli_ingest_shows_in_the_open_window(
+    window: MainWindow, qtbot: object, home: Path
+) -> None:
+    """Regression (issue 21 item 6): documents another process ingested appeared only after
+    a restart. On a real display, as a user sees it (goal: within 5 s; checked each second)."""
+    from tests.support.cli import longdoc
+
+    assert window.library.row_texts() == []
+    result = longdoc("ingest", str(GEOTOPO), home=home)
+    assert result.returncode == 0, result.stderr
+    qtbot.waitUntil(  # type: ignore[attr-defined]
+        lambda: window.library.row_texts() == ["Geometrie und Topologie"], timeout=10_000
+    )
+    assert window.library.view.isVisible()  # the list, no longer the empty-library note

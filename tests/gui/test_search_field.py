@@ -6,17 +6,20 @@ import threading
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QModelIndex, Qt
+from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
 from desktop import search
+from desktop.answering.citations import normalize_words
 from desktop.library import open_document
 from desktop.search import Hit
 from desktop.store.db import AnswerKey, Store
 from desktop.ui import tasks
 from desktop.ui.main_window import MainWindow
 from desktop.ui.search_results import SearchResults
-from tests.gui.conftest import GEOTOPO
+from desktop.ui.set_window import SetAskWindow
+from tests.gui.conftest import FOUR_PAGES, GEOTOPO
+from tests.gui.test_quote_highlight import highlighted_text
 
 # GeoTopo: "Hausdorff-Raum" is on physical page 12 only (printed label 9).
 PHRASE = "Hausdorff-Raum"
@@ -37,14 +40,6 @@ def click(qtbot: QtBot, results: SearchResults, hit: Hit) -> None:
     rect = results.tree.visualItemRect(item)
     with qtbot.waitSignal(results.hit_activated, timeout=3_000):
         qtbot.mouseClick(results.tree.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
-
-
-def current_result_page(window: MainWindow) -> int | None:
-    view = window.doc_view
-    index = view.pdf_view.currentSearchResultIndex()
-    if not 0 <= index < view.search.rowCount(QModelIndex()):
-        return None
-    return view.search.resultAtIndex(index).page() + 1
 
 
 def test_typing_lists_page_and_answer_hits_and_clicking_opens_them(
@@ -79,8 +74,9 @@ def test_typing_lists_page_and_answer_hits_and_clicking_opens_them(
 
     click(qtbot, results, page)
     qtbot.waitUntil(lambda: window.document is not None, timeout=10_000)
-    qtbot.waitUntil(lambda: current_result_page(window) == 12, timeout=15_000)
-    assert window.doc_view.find_edit.text() == PHRASE  # the match is what is highlighted
+    spans = window.doc_view.quotes
+    qtbot.waitUntil(lambda: [s.number for s in spans.spans] == [12], timeout=15_000)
+    assert highlighted_text(window.doc_view) == normalize_words(PHRASE)  # the match, whole
     assert window.doc_view.page_edit.text() == "9"
 
     click(qtbot, results, answers[0])
@@ -150,3 +146,41 @@ def test_removing_a_document_takes_its_hits_off_the_list(
     window.library.remove_selected()
     qtbot.waitUntil(lambda: window.library.model.total == 0, timeout=10_000)
     qtbot.waitUntil(lambda: results.hits() == [] and "No page" in results.hint.text())
+
+
+def test_an_answer_about_a_set_is_listed_under_each_of_its_documents(
+    qtbot: QtBot, window: MainWindow, store: Store
+) -> None:
+    a, _ = open_document(GEOTOPO, store)
+    b, _ = open_document(FOUR_PAGES, store)
+    spec = [
+        {"letter": "A", "sha256": a.sha256, "first": 1, "last": len(a.pages)},
+        {"letter": "B", "sha256": b.sha256, "first": 1, "last": len(b.pages)},
+    ]
+    key = AnswerKey("set:" + "1" * 64, "Which wombats agree?", "m", "s1", False, 1, 9, 100)
+    answer_id = store.start_answer(key, {"set": spec})
+    store.finish_answer(answer_id, status="complete", answer="Both wombats agree.", reasoning="")
+    window.library.refresh()
+    results = window.library.search_results
+    window.library.filter_edit.setText("wombats")
+    results.run_now()
+    qtbot.waitUntil(lambda: results.result is not None and bool(results.hits()), timeout=10_000)
+    hits = results.hits()
+    assert [(h.answer_id, h.document.sha256) for h in hits] == [
+        (answer_id, a.sha256),
+        (answer_id, b.sha256),
+    ]
+    groups = [results.tree.topLevelItem(i) for i in range(results.tree.topLevelItemCount())]
+    assert [g.text(0) for g in groups if g is not None] == [a.title, b.title]
+    line = results.item_for(hits[1])
+    assert line is not None
+    assert f"A {a.title}" in line.text(0) and f"B {b.title}" in line.text(0)
+
+    # Clicking it opens the set's own window with the answer.
+    click(qtbot, results, hits[1])
+    qtbot.waitUntil(lambda: len(window.several.windows) == 1, timeout=10_000)
+    [set_window] = window.several.windows
+    assert isinstance(set_window, SetAskWindow)
+    assert [m.document.sha256 for m in set_window.docset.members] == [a.sha256, b.sha256]
+    qtbot.waitUntil(lambda: "Both wombats agree." in set_window.answer_view.toPlainText())
+    assert set_window.question_edit.toPlainText() == "Which wombats agree?"

@@ -33,6 +33,10 @@ def test_an_external_server_shows_its_model_context_and_metrics(
     assert not panel.isVisible()
     window.show_server_panel()
     qtbot.waitExposed(panel)
+    # A user's Esc reaches the window they are in: wait until the panel is that window (on a
+    # busy machine it may not be yet, and the main window's own Esc (Stop) would take it).
+    panel.activateWindow()
+    qtbot.waitUntil(panel.isActiveWindow, timeout=5_000)
     panel.log_view.setFocus()  # Esc works wherever the focus is in the panel
     qtbot.keyClick(panel.log_view, Qt.Key.Key_Escape)
     assert not panel.isVisible()
@@ -71,3 +75,41 @@ def test_selftest_runs_from_the_panel_and_its_result_stays_shown(
     window.show_server_panel()
     assert window.server_panel is not None
     assert window.server_panel.selftest_label.text().startswith("Selftest 20")
+
+
+def test_several_start_problems_are_shown_as_a_list(
+    qtbot: QtBot, make_window: object, home: Path
+) -> None:
+    import socket
+
+    from PySide6.QtWidgets import QMessageBox
+
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", 0))
+        blocker.listen()
+        port = blocker.getsockname()[1]
+        (home / "profiles").mkdir()
+        (home / "profiles" / "n.toml").write_text(
+            f'kind = "native"\nmodel_dir = "{home / "no-model"}"\nport = {port}\n'
+            'devices = ["/dev/longdoc-no-such-device"]\n'
+        )
+        window: MainWindow = make_window(Settings(profile="n"))  # type: ignore[operator]
+        window.show_server_panel()
+        panel = window.server_panel
+        assert panel is not None
+        qtbot.waitUntil(panel.start_button.isEnabled, timeout=10_000)
+        qtbot.mouseClick(panel.start_button, Qt.MouseButton.LeftButton)
+
+        def box() -> QMessageBox | None:
+            found = [b for b in panel.findChildren(QMessageBox, "errorBox") if b.isVisible()]
+            return found[0] if found else None
+
+        qtbot.waitUntil(lambda: box() is not None, timeout=30_000)
+    shown = box()
+    assert shown is not None
+    lines = shown.text().splitlines()
+    assert lines[0] == "3 problems prevent the start:"
+    assert lines[1].startswith("• No GPU device nodes")
+    assert lines[2].startswith("• The model directory")
+    assert lines[3].startswith(f"• Port {port} is already in use")
+    shown.close()

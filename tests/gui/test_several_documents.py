@@ -9,11 +9,13 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QTextCursor
 from pytestqt.qtbot import QtBot
 
+from desktop.answering.citations import normalize_words
 from desktop.compare.align import ChangeKind
 from desktop.ui.compare_window import CompareWindow
 from desktop.ui.main_window import MainWindow
 from desktop.ui.set_window import SetAskWindow
 from tests.gui.test_asking import anchor_position
+from tests.gui.test_quote_highlight import highlighted_text
 from tests.support.contracts import contract_pair, lay_out
 from tests.support.documents import contract_docx, meeting_vtt
 from tests.support.pdf_maker import write_pdf
@@ -138,6 +140,12 @@ def test_compare_window_end_to_end(
     compare.change_list.setCurrentRow(row)
     qtbot.waitUntil(lambda: compare.new_view.current_page() == change.new[0].page, timeout=10_000)
     assert compare.old_view.current_page() == change.old[0].page
-    assert change.inserted[0] in compare.new_view.find_edit.text()
-    assert change.deleted[0] in compare.old_view.find_edit.text()
+    # The changed words are highlighted where they stand; the find boxes are left alone.
+    for view, words in (
+        (compare.new_view, change.inserted[0]),
+        (compare.old_view, change.deleted[0]),
+    ):
+        qtbot.waitUntil(lambda view=view: bool(view.quotes.spans), timeout=10_000)
+        assert highlighted_text(view) == normalize_words(words)
+        assert view.find_edit.text() == ""
     screenshot(compare, "13-compare.png")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import subprocess
@@ -83,8 +84,31 @@ def test_a_second_start_sends_its_file_to_the_open_window_and_exits(
     )
 
 
+def test_a_first_start_removes_nothing_and_says_nothing_about_it(
+    home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    guard = InstanceGuard(server_name(data_dir()))
+    try:
+        with caplog.at_level(logging.INFO, logger="longdoc.ui.instance"):
+            assert guard.listen()
+        assert "stale" not in caplog.text
+    finally:
+        guard.close()
+    # Closed cleanly: the next start is a first start again.
+    again = InstanceGuard(server_name(data_dir()))
+    try:
+        with caplog.at_level(logging.INFO, logger="longdoc.ui.instance"):
+            assert again.listen()
+        assert "stale" not in caplog.text
+    finally:
+        again.close()
+
+
 def test_a_stale_socket_from_a_crashed_instance_is_taken_over(
-    qtbot: QtBot, home: Path, spawn: Callable[..., subprocess.Popen[str]]
+    qtbot: QtBot,
+    home: Path,
+    spawn: Callable[..., subprocess.Popen[str]],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     name = server_name(data_dir())
     # What a crashed instance leaves behind: the socket file, with nobody listening.
@@ -100,7 +124,9 @@ def test_a_stale_socket_from_a_crashed_instance_is_taken_over(
 
     guard = InstanceGuard(name)
     try:
-        assert guard.listen()
+        with caplog.at_level(logging.INFO, logger="longdoc.ui.instance"):
+            assert guard.listen()
+        assert f"removed a stale instance socket: {name}" in caplog.text
         # A second guard for the same directory now sees a running instance.
         assert not InstanceGuard(name).listen()
         # And a second start reaches it (another process: it blocks until we answer).

@@ -8,7 +8,10 @@ that this plugin starts once per run, and its outcome is reported as the test's.
 ``@pytest.mark.xvfb(wm=True)`` runs it under a window manager (openbox) on another Xvfb.
 
 Every process started during the run inherits ``LONGDOC_TEST_RUN``; when the run ends, any
-process still carrying it (a daemonised supervisor, a test server) fails the run, named.
+process still carrying it (a daemonised supervisor, a native engine, a test server, a
+private dockerd) fails the run, named. A container does not inherit it (podman's conmon
+and the container's processes get their own environment), so the run also fails on any
+running container labelled with a Longdoc data directory inside the run's temporary folder.
 """
 
 from __future__ import annotations
@@ -248,6 +251,48 @@ def leftover_processes(run_id: str) -> list[tuple[int, str]]:
     return found
 
 
+def leftover_containers(under: Path) -> list[tuple[str, str]]:
+    """Running podman containers of a Longdoc data directory inside ``under`` (this run's
+    temporary folder, so other runs' containers are never named): (name, data directory)."""
+    from server_manager.profiles import LABEL_HOME
+
+    podman = shutil.which("podman")
+    if podman is None:
+        return []
+    try:
+        listed = subprocess.run(
+            [podman, "ps", "--filter", f"label={LABEL_HOME}", "--format", "json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        containers = json.loads(listed.stdout or "[]")
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return []
+    found = []
+    for container in containers:
+        home = Path(str((container.get("Labels") or {}).get(LABEL_HOME, "")))
+        names = container.get("Names") or [container.get("Id", "?")]
+        if home.is_absolute() and home.is_relative_to(under):
+            found.append((str(names[0]), str(home)))
+    return found
+
+
+def _remove_containers(names: list[str]) -> None:
+    podman = shutil.which("podman")
+    if podman is None:
+        return
+    for name in names:
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            subprocess.run(
+                [podman, "rm", "--force", "--time", "0", name],
+                capture_output=True,
+                timeout=60,
+                check=False,
+            )
+
+
 def _ancestors(pid: int) -> list[int]:
     result = []
     while pid > 1:
@@ -274,12 +319,23 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     left = leftover_processes(run_id)
     for _ in range(50):  # processes told to stop at the last teardown may need a moment
         if not left:
-            return
+            break
         time.sleep(0.1)
         left = leftover_processes(run_id)
-    lines = "\n".join(f"  {pid}: {cmd[:200]}" for pid, cmd in left)
-    sys.stderr.write(f"\nError: the test run left {len(left)} process(es) running:\n{lines}\n")
-    for pid, _cmd in left:  # the next run must not inherit them
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if left:
+        lines = "\n".join(f"  {pid}: {cmd[:200]}" for pid, cmd in left)
+        sys.stderr.write(f"\nError: the test run left {len(left)} process(es) running:\n{lines}\n")
+        for pid, _cmd in left:  # the next run must not inherit them
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    basetemp = getattr(factory, "_basetemp", None)  # None: no test made a temporary folder
+    containers = leftover_containers(Path(basetemp)) if basetemp is not None else []
+    if containers:
+        lines = "\n".join(f"  {name}: data directory {home}" for name, home in containers)
+        sys.stderr.write(
+            f"\nError: the test run left {len(containers)} container(s) running:\n{lines}\n"
+        )
+        _remove_containers([name for name, _home in containers])
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

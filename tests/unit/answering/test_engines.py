@@ -17,11 +17,12 @@ from pathlib import Path
 import pytest
 
 from desktop.answering.events import Event, Stored, Usage
-from desktop.answering.prompt import PageRange, prefix_tokens
+from desktop.answering.prompt import PageRange, document_share, prefix_tokens
 from desktop.answering.service import Answerer, Endpoint, Question
+from desktop.answering.sets import build_set
 from desktop.config import Settings
 from desktop.documents.model import Document
-from desktop.errors import EXIT_DOCUMENT, Cancelled, DocumentTooLarge
+from desktop.errors import EXIT_DOCUMENT, Cancelled, DocumentTooLarge, SetTooLarge
 from desktop.store.db import Store
 from longdoc_net.endpoint import Engine
 from tests.conftest import API_KEY, make_document
@@ -235,6 +236,29 @@ def test_the_engines_too_long_400_is_a_document_refusal(flavor: str, store: Stor
     assert error.context == 8192
     assert error.suggested is not None and error.suggested[1] < 40
     assert "7169" not in str(error)
+
+
+def test_the_engines_too_long_400_about_a_set_names_each_documents_tokens(store: Store) -> None:
+    """The set's form of the refusal above: each document's tokens, not document A alone."""
+    message = "The input (43000 tokens) is longer than the model's context length (8192 tokens)."
+    with FakeSGLang(api_key=API_KEY) as server:
+        server.behaviour.update(fail_status=400, fail_times=None, fail_message=message)
+        answerer = answerer_for(server, store)
+        a, b = document(4, seed=1), document(10, seed=2)
+        docset = build_set([a, b])
+        question = Question(a, "Too long?", docset=docset)
+        plan = answerer.plan(question)
+        with pytest.raises(SetTooLarge) as refused:
+            list(answerer.ask(Question(a, "Too long?", docset=docset)))
+    error = refused.value
+    assert error.exit_code == EXIT_DOCUMENT
+    assert error.needed == plan.budget.prompt_tokens
+    assert [(letter, tokens) for letter, _, tokens in error.documents] == [
+        ("A", document_share(docset, "A")),
+        ("B", document_share(docset, "B")),
+    ]
+    assert a.path in str(error) and b.path in str(error) and "8,192" in str(error)
+    assert "drop document" in error.remedy_text
 
 
 def test_the_prefix_size_is_what_the_warm_up_sends(vllm: FakeSGLang, store: Store) -> None:

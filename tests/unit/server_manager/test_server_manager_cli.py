@@ -92,3 +92,29 @@ def test_a_server_manager_error_is_one_line_with_its_code(tmp_path: Path) -> Non
     lines = result.stderr.splitlines()
     assert len(lines) == 1
     assert lines[0].startswith(f"Error: {tmp_path / 'profiles' / 'mine.toml'}: engine_args entry")
+
+
+def test_several_start_problems_are_a_list_one_line_each(tmp_path: Path) -> None:
+    import socket
+
+    (tmp_path / "profiles").mkdir()
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", 0))
+        blocker.listen()
+        port = blocker.getsockname()[1]
+        (tmp_path / "profiles" / "n.toml").write_text(
+            'kind = "native"\ngpu_vendor = "amd"\n'
+            f'model_dir = "{tmp_path / "no-model"}"\nport = {port}\n'
+            'devices = ["/dev/longdoc-no-such-device"]\n'
+        )
+        result = longdoc(
+            "server", "start", "--profile", "n", home=tmp_path, env={"PATH": str(tmp_path)}
+        )
+    assert result.returncode == errors.EXIT_NO_GPU_DEVICES  # the most fundamental one's
+    lines = result.stderr.splitlines()
+    assert lines[0] == "Error: 3 problems prevent the start:"
+    assert [line[:4] for line in lines[1:]] == ["  • "] * 3
+    assert lines[1].startswith("  • No GPU device nodes: /dev/longdoc-no-such-device missing")
+    assert lines[2].startswith(f"  • The model directory {tmp_path / 'no-model'} does not exist")
+    assert lines[3].startswith(f"  • Port {port} is already in use")
+    assert all(len(line) < 300 for line in lines)

@@ -339,7 +339,9 @@ def test_preflight_reports_every_problem_at_once(tmp_path: Path) -> None:
     error = caught.value
     assert [type(p) for p in error.problems] == [NoGpuDevices, ModelDirMissing, PortInUse]
     assert error.exit_code == NoGpuDevices.exit_code  # the most fundamental one's
-    text = str(error)
-    assert text.startswith("3 problems prevent the start: (1) No GPU device nodes")
-    assert "(2) The model directory" in text and f"(3) Port {port} is already in use" in text
-    assert "\n" not in text
+    lines = str(error).splitlines()  # a list, one problem per line (as the app shows it)
+    assert lines[0] == "3 problems prevent the start:"
+    assert lines[1].startswith("• No GPU device nodes")
+    assert lines[2].startswith("• The model directory")
+    assert lines[3].startswith(f"• Port {port} is already in use")
+    assert error.items == tuple(p.message for p in error.problems)

@@ -98,6 +98,47 @@ def test_answers_are_found_by_question_and_text_once_complete(store: Store) -> N
     assert {h.kind for h in search.search(store, "thirty", scope="documents").hits} == {"page"}
 
 
+def test_an_answer_about_a_set_lists_every_document_of_the_set(store: Store) -> None:
+    a = make_document([contract(1, "alpha")], title="Master agreement")
+    b = make_document([contract(1, "beta")], title="Amendment")
+    other = make_document([contract(1, "gamma")], title="Unrelated")
+    for doc in (a, b, other):
+        store.save_document(doc)
+    spec = [
+        {"letter": "A", "sha256": a.sha256, "first": 1, "last": 1},
+        {"letter": "B", "sha256": b.sha256, "first": 1, "last": 1},
+    ]
+    key = AnswerKey("set:" + "0" * 64, "Do they agree on notice?", "m", "s1", False, 1, 2, 100)
+    answer_id = store.start_answer(key, {"set": spec})
+    store.finish_answer(answer_id, status="complete", answer="Both say ninety days.", reasoning="")
+    answer(store, other.sha256, "Notice?", "Ninety days elsewhere.")
+
+    hits = [
+        h for h in search.search(store, "ninety", scope="answers").hits if h.answer_id == answer_id
+    ]
+    assert [(d.letter, d.title, d.path) for d in hits[0].documents] == [
+        ("A", "Master agreement", a.path),
+        ("B", "Amendment", b.path),
+    ]
+    assert hits[0].document == hits[0].documents[0]
+    # Found through either of its documents, and not through another one.
+    for doc in (a, b):
+        found = search.search(store, "ninety", scope="answers", document=doc.sha256).hits
+        assert [h.answer_id for h in found] == [answer_id]
+
+    # search --json (to_json builds it): each document with its letter.
+    item = search.to_json(search.search(store, "agree notice"))["hits"][0]
+    assert item["documents"] == [
+        {"path": a.path, "sha256": a.sha256, "title": "Master agreement", "letter": "A"},
+        {"path": b.path, "sha256": b.sha256, "title": "Amendment", "letter": "B"},
+    ]
+    # A one-document answer lists its document as before.
+    single = search.to_json(search.search(store, "elsewhere"))["hits"][0]
+    assert single["documents"] == [
+        {"path": other.path, "sha256": other.sha256, "title": "Unrelated"}
+    ]
+
+
 def test_a_write_is_searchable_inside_its_own_transaction(store: Store) -> None:
     doc = make_document([contract(1, "aardvark")])
     with store._transaction() as conn:
