@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from _common import (  # first: it puts the project on sys.path
+    Heartbeat,
     gui_environment,
     spin,
 )
 
 gui_environment()
 
-from PySide6.QtCore import QElapsedTimer, QTimer  # noqa: E402,TID251 (GUI bench)
 
 import desktop.ui  # noqa: E402,F401  (PySide6 6.12.0 workaround first)
 from desktop.config import Settings, db_path  # noqa: E402
@@ -58,33 +58,6 @@ def fill(store: Store, start: int, end: int) -> None:
                 tokens=2_000 + 37 * i,
             )
         )
-
-
-class Lateness:
-    """A 5 ms timer on the UI thread: the worst lateness while something runs."""
-
-    def __init__(self) -> None:
-        self.clock = QElapsedTimer()
-        self.timer = QTimer()
-        self.timer.setInterval(5)
-        self.timer.timeout.connect(self._tick)
-        self.last = 0.0
-        self.worst = 0.0
-
-    def _tick(self) -> None:
-        now = self.clock.nsecsElapsed() / 1e9
-        if self.last:
-            self.worst = max(self.worst, now - self.last - 0.005)
-        self.last = now
-
-    def start(self) -> None:
-        self.worst = self.last = 0.0
-        self.clock.start()
-        self.timer.start()
-
-    def stop(self) -> float:
-        self.timer.stop()
-        return self.worst
 
 
 def timed_ui(panel: LibraryPanel, names: list[str]) -> list[float]:
@@ -124,7 +97,7 @@ def main() -> int:
         window.resize(1400, 900)
         window.show()
         library = window.library
-        lateness = Lateness()
+        lateness = Heartbeat()
         figures: dict[str, float] = {}
         # Let the new window settle (first layout and paint) before measuring anything.
         settle_until = time.monotonic() + 0.5

@@ -52,6 +52,14 @@ __all__ = [
 # What every command can return whatever it does: a data directory that cannot be
 # written, a bad flag or setting, Ctrl-C.
 COMMON_EXIT_CODES = (EXIT_OK, EXIT_STORAGE, EXIT_USAGE, EXIT_INTERRUPTED)
+# What a command that reads documents and asks the server about them (ask, compare, warm)
+# can return besides: a document it cannot read, no server, a request that failed.
+ASKING_EXIT_CODES = (
+    *COMMON_EXIT_CODES,
+    EXIT_DOCUMENT,
+    EXIT_SERVER_UNAVAILABLE,
+    EXIT_REQUEST_FAILED,
+)
 
 
 def exit_codes_help(codes: Iterable[int] | None = None) -> str:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QModelIndex, QPoint, Qt
+import pytest
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QTextCursor
 from pytestqt.qtbot import QtBot
 
 from desktop.ui.document_view import quote_fragment
 from desktop.ui.main_window import MainWindow
-from tests.gui.conftest import GEOTOPO, ask, open_document, wait_ready
+from tests.gui.conftest import GEOTOPO, ask, current_result_page, open_document, wait_ready
 from tests.gui.test_asking import anchor_position
 from tests.gui.test_quotes import click_link
 from tests.support.sglang_server import FakeSGLang
@@ -32,18 +33,9 @@ def click_anchor(qtbot: QtBot, window: MainWindow, href: str) -> None:
         qtbot.mouseClick(browser.viewport(), Qt.MouseButton.LeftButton, pos=point)
 
 
-def current_result_page(window: MainWindow) -> int | None:
-    """The 1-based page of the view's current (highlighted) search result, if any."""
-    view = window.doc_view
-    index = view.pdf_view.currentSearchResultIndex()
-    if not 0 <= index < view.search.rowCount(QModelIndex()):
-        return None
-    return view.search.resultAtIndex(index).page() + 1
-
-
-def test_clicking_a_verified_citation_highlights_the_quote_on_its_page(
-    qtbot: QtBot, window: MainWindow, sglang: FakeSGLang
-) -> None:
+@pytest.fixture
+def answered(qtbot: QtBot, window: MainWindow, sglang: FakeSGLang) -> None:
+    """GeoTopo open as a PDF and ANSWER shown, its two quotes checked and marked."""
     sglang.behaviour.update(answer_text=ANSWER)
     open_document(window, qtbot, GEOTOPO)
     qtbot.waitUntil(lambda: window.doc_view.mode == "pdf", timeout=10_000)
@@ -51,6 +43,13 @@ def test_clicking_a_verified_citation_highlights_the_quote_on_its_page(
     ask(window, qtbot, "Who wrote it?")
     view = window.ask_panel.answer_view
     qtbot.waitUntil(lambda: view.quote_marks_placed == 2, timeout=10_000)
+
+
+@pytest.mark.usefixtures("answered")
+def test_clicking_a_verified_citation_highlights_the_quote_on_its_page(
+    qtbot: QtBot, window: MainWindow
+) -> None:
+    view = window.ask_panel.answer_view
     doc_view = window.doc_view
     assert doc_view.current_page() == 1 and doc_view.hit_count() == 0
 
@@ -77,16 +76,11 @@ def test_clicking_a_verified_citation_highlights_the_quote_on_its_page(
     qtbot.waitUntil(lambda: current_result_page(window) == 6, timeout=10_000)
 
 
+@pytest.mark.usefixtures("answered")
 def test_a_citation_whose_quote_is_elsewhere_highlights_nothing(
-    qtbot: QtBot, window: MainWindow, sglang: FakeSGLang
+    qtbot: QtBot, window: MainWindow
 ) -> None:
-    sglang.behaviour.update(answer_text=ANSWER)
-    open_document(window, qtbot, GEOTOPO)
-    qtbot.waitUntil(lambda: window.doc_view.mode == "pdf", timeout=10_000)
-    wait_ready(window, qtbot)
-    ask(window, qtbot, "Who wrote it?")
     view = window.ask_panel.answer_view
-    qtbot.waitUntil(lambda: view.quote_marks_placed == 2, timeout=10_000)
     browser = view.browser
     cursor = QTextCursor(browser.document())
     cursor.setPosition(anchor_position(browser, "longdoc-page:l=9"))

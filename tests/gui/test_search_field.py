@@ -6,7 +6,7 @@ import threading
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QModelIndex, Qt
+from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
 from desktop import search
@@ -16,7 +16,7 @@ from desktop.store.db import AnswerKey, Store
 from desktop.ui import tasks
 from desktop.ui.main_window import MainWindow
 from desktop.ui.search_results import SearchResults
-from tests.gui.conftest import GEOTOPO
+from tests.gui.conftest import GEOTOPO, current_result_page
 
 # GeoTopo: "Hausdorff-Raum" is on physical page 12 only (printed label 9).
 PHRASE = "Hausdorff-Raum"
@@ -37,14 +37,6 @@ def click(qtbot: QtBot, results: SearchResults, hit: Hit) -> None:
     rect = results.tree.visualItemRect(item)
     with qtbot.waitSignal(results.hit_activated, timeout=3_000):
         qtbot.mouseClick(results.tree.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
-
-
-def current_result_page(window: MainWindow) -> int | None:
-    view = window.doc_view
-    index = view.pdf_view.currentSearchResultIndex()
-    if not 0 <= index < view.search.rowCount(QModelIndex()):
-        return None
-    return view.search.resultAtIndex(index).page() + 1
 
 
 def test_typing_lists_page_and_answer_hits_and_clicking_opens_them(

@@ -7,7 +7,6 @@ import json
 import os
 import socket
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 from desktop import doctor
 from desktop.doctor import Check, Context, run_checks
 from tests.conftest import API_KEY
+from tests.support.recording_proxy import serving
 from tests.support.sglang_server import FakeSGLang
 
 
@@ -206,12 +206,8 @@ class _NoContextHandler(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def no_context_server() -> Iterator[str]:
     """An OpenAI-compatible server whose model card has no max_model_len."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NoContextHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(_NoContextHandler) as url:
+        yield url
 
 
 def test_server_without_context_length_is_a_warning_naming_the_setting(

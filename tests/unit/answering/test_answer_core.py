@@ -22,6 +22,7 @@ from desktop.errors import StorageError
 from desktop.store import db as store_db
 from desktop.store.db import AnswerKey, Store
 from tests.conftest import API_KEY, ROOT, make_document
+from tests.support.schemas import ASK_JSON_KEYS
 from tests.support.sglang_server import FakeSGLang
 
 PAGES = [
@@ -159,19 +160,7 @@ def test_a_single_document_answer_keeps_the_json_it_had(sglang: FakeSGLang, stor
     doc = stored_document(store)
     done = final(list(answerer_for(sglang, store).ask(Question(doc, "Term?"))))
     data = ask_json(done, "Term?", document_json(doc, "x.pdf"))
-    assert list(data) == [
-        "document",
-        "question",
-        "answer",
-        "reasoning",
-        "from_cache",
-        "model",
-        "finish_reason",
-        "usage",
-        "timings",
-        "citations",
-        "thread_id",
-    ]
+    assert tuple(data) == ASK_JSON_KEYS
     assert list(data["document"]) == ["path", "sha256", "title", "pages", "tokens"]
     assert "truncated" not in data and data["thread_id"] == done.thread_id
     # Extension points: present only when given.
@@ -209,3 +198,22 @@ def test_cli_prints_what_came_and_one_warning_for_a_truncated_answer(
     assert data["answer"] == "" and data["finish_reason"] == "length"
     [warning] = [ln for ln in cut.stderr.splitlines() if ln.startswith("Warning:")]
     assert "still reasoning" in warning and "thinking off" in warning
+
+
+def test_the_answer_model_lives_in_answering_and_an_answer_knows_its_key(
+    sglang: FakeSGLang, store: Store
+) -> None:
+    import desktop.answering as answering
+    from desktop import answers
+
+    # The public home re-exports the one definition (the store builds the same classes).
+    for name in answering.__all__:
+        assert getattr(answering, name) is getattr(answers, name)
+    assert answering.StoredAnswer is store_db.StoredAnswer
+    doc = stored_document(store)
+    [*_, done] = answerer_for(sglang, store).ask(Question(doc, "Cap?", thinking=False))
+    assert isinstance(done, Stored)
+    read_back = store.find_answer(done.answer.key)
+    # Built in the ask and read back from its row: the same answer, under the same key.
+    assert read_back == done.answer
+    assert read_back is not None and read_back.key.history == done.answer.history

@@ -26,15 +26,8 @@ from desktop.errors import (
 )
 from desktop.store.db import Store
 from tests.conftest import API_KEY, make_document
+from tests.support.documents import CONTRACT_PAGES as PAGES
 from tests.support.sglang_server import FakeSGLang
-
-PAGES = [
-    ("i", "Preface. This contract is between Alpha Ltd and Beta GmbH."),
-    ("ii", "Contents: definitions, term, termination, liability."),
-    ("1", "Definitions. Services means the consulting described in Annex A."),
-    ("2", "Term. The agreement runs for 24 months from the effective date."),
-    ("3", "Liability is capped at EUR 2,000,000 except for gross negligence."),
-]
 
 
 def answerer_for(server: FakeSGLang, store: Store, **settings: object) -> Answerer:

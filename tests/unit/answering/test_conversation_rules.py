@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 import pytest
 
@@ -57,13 +56,6 @@ def answer(answer_id: int, question: str = "Q?", first: int = 1, last: int = 3) 
 
 
 THREAD = Thread(7, "sha", 1, 3, [answer(1), answer(2), answer(3)])
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store(tmp_path / "db.sqlite")
-    yield s
-    s.close()
 
 
 def test_a_follow_up_keeps_the_threads_pages_and_refuses_others() -> None:

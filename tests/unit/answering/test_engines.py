@@ -12,7 +12,6 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -58,26 +57,8 @@ def document(pages: int, seed: int = 1) -> Document:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store(tmp_path / "db.sqlite")
-    yield s
-    s.close()
-
-
-@pytest.fixture
 def vllm() -> Iterator[FakeSGLang]:
     with FakeSGLang(api_key=API_KEY, flavor="vllm", context_length=262_144) as server:
-        yield server
-
-
-@pytest.fixture(params=["vllm", "sglang"])
-def engine(request: pytest.FixtureRequest) -> Iterator[FakeSGLang]:
-    """Both engines' hybrid caches."""
-    if request.param == "vllm":
-        server = FakeSGLang(api_key=API_KEY, flavor="vllm", context_length=262_144)
-    else:
-        server = FakeSGLang(api_key=API_KEY, context_length=262_144, hybrid_cache=True)
-    with server:
         yield server
 
 

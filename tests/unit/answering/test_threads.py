@@ -19,16 +19,9 @@ from desktop.errors import Cancelled, DocumentTooLarge, ThreadTooLong, UsageErro
 from desktop.store.db import AnswerKey, Store, Thread
 from desktop.store.migrations import m001_documents_and_answers
 from tests.conftest import API_KEY, CORPUS_DIR, make_document
+from tests.support.documents import CONTRACT_PAGES as PAGES
 from tests.support.documents import scanned_pdf
 from tests.support.sglang_server import FakeSGLang
-
-PAGES = [
-    ("i", "Preface. This contract is between Alpha Ltd and Beta GmbH."),
-    ("ii", "Contents: definitions, term, termination, liability."),
-    ("1", "Definitions. Services means the consulting described in Annex A."),
-    ("2", "Term. The agreement runs for 24 months from the effective date."),
-    ("3", "Liability is capped at EUR 2,000,000 except for gross negligence."),
-]
 
 
 def answerer_for(server: FakeSGLang, store: Store) -> Answerer:

@@ -28,6 +28,7 @@ from server_manager.state import (
     read_state,
     write_state,
 )
+from tests.support.schemas import SERVER_STATUS_KEYS
 
 
 def test_api_key_generated_once_owner_only(tmp_path: Path) -> None:
@@ -138,19 +139,7 @@ def test_status_json_has_exactly_the_documented_keys() -> None:
         metrics={"running_requests": 1.0},
     )
     data = status.to_json()
-    assert list(data) == [
-        "profile",
-        "state",
-        "stage",
-        "endpoint",
-        "model",
-        "container",
-        "restarts",
-        "gpus",
-        "metrics",
-        "error",
-        "outcome",
-    ]
+    assert tuple(data) == SERVER_STATUS_KEYS
     assert data["gpus"][0]["utilization_pct"] == 50.0
 
 
