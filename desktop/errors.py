@@ -165,6 +165,10 @@ _REMEDY_LABELS = {
 }
 
 
+# The app's words before a failure that starting (or reaching) the server can cure.
+NOT_READY = "The server is not ready: "
+
+
 class LongdocError(Exception):
     """Base of every expected failure: ``str(err)`` is one sentence for the user.
 
@@ -174,6 +178,7 @@ class LongdocError(Exception):
 
     exit_code: int = 1
     remedy: Remedy | None = None
+    in_app_prefix = ""  # what the app says before the CLI's sentence (unless worded apart)
 
     def __init__(self, message: str, *, in_app: str | None = None) -> None:
         super().__init__(message)
@@ -186,7 +191,7 @@ class LongdocError(Exception):
     @property
     def in_app(self) -> str:
         """The sentence the app shows (the CLI's, unless the error words it otherwise)."""
-        return self._in_app if self._in_app is not None else self.message
+        return self._in_app if self._in_app is not None else self.in_app_prefix + self.message
 
 
 def remedy_for(exc: BaseException, managed: bool) -> Remedy | None:
@@ -376,11 +381,7 @@ class ServerUnavailable(LongdocError):
 
     exit_code = EXIT_SERVER_UNAVAILABLE
     remedy = Remedy.START_SERVER
-
-    @property
-    def in_app(self) -> str:
-        """Not ready, in the app's words."""
-        return f"The server is not ready: {self.message}"
+    in_app_prefix = NOT_READY
 
 
 class ServerUnreachable(ServerUnavailable):
@@ -495,11 +496,7 @@ class NoServerConfigured(ServerSetupError):
     """No endpoint is set and no managed server runs."""
 
     remedy = Remedy.START_SERVER
-
-    @property
-    def in_app(self) -> str:
-        """Not ready, in the app's words."""
-        return f"The server is not ready: {self.message}"
+    in_app_prefix = NOT_READY
 
 
 class ModelNotServed(ServerSetupError):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 import tomllib
 import types
 import typing
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from longdoc_net.endpoint import api_root
+from longdoc_net.resources import resources_dir
 from server_manager.errors import ProfileInvalid
 
 Kind = Literal["container", "native", "external"]
@@ -33,15 +33,7 @@ Engine = Literal["sglang", "vllm"]
 GpuVendor = Literal["amd", "nvidia", "none"]
 
 
-def _bundled_dir() -> Path:
-    """The checkout's ``resources/profiles``, or the copy a wheel installs under the prefix."""
-    source = Path(__file__).resolve().parents[1] / "resources" / "profiles"
-    if source.is_dir():
-        return source
-    return Path(sys.prefix) / "share" / "longdoc" / "profiles"
-
-
-BUNDLED_DIR = _bundled_dir()
+BUNDLED_DIR = resources_dir("profiles")
 DEFAULT_PROFILE = "sglang-rocm"
 LABEL_MANAGED = "longdoc.managed"
 LABEL_PROFILE = "longdoc.profile"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PySide6.QtCore import QPoint, Qt
@@ -34,8 +35,9 @@ def click_anchor(qtbot: QtBot, window: MainWindow, href: str) -> None:
 
 
 @pytest.fixture
-def answered(qtbot: QtBot, window: MainWindow, sglang: FakeSGLang) -> None:
-    """GeoTopo open as a PDF and ANSWER shown, its two quotes checked and marked."""
+def view(qtbot: QtBot, window: MainWindow, sglang: FakeSGLang) -> Any:
+    """The answer view: GeoTopo open as a PDF and ANSWER shown, its two quotes checked
+    and marked."""
     sglang.behaviour.update(answer_text=ANSWER)
     open_document(window, qtbot, GEOTOPO)
     qtbot.waitUntil(lambda: window.doc_view.mode == "pdf", timeout=10_000)
@@ -43,13 +45,12 @@ def answered(qtbot: QtBot, window: MainWindow, sglang: FakeSGLang) -> None:
     ask(window, qtbot, "Who wrote it?")
     view = window.ask_panel.answer_view
     qtbot.waitUntil(lambda: view.quote_marks_placed == 2, timeout=10_000)
+    return view
 
 
-@pytest.mark.usefixtures("answered")
 def test_clicking_a_verified_citation_highlights_the_quote_on_its_page(
-    qtbot: QtBot, window: MainWindow
+    qtbot: QtBot, window: MainWindow, view: Any
 ) -> None:
-    view = window.ask_panel.answer_view
     doc_view = window.doc_view
     assert doc_view.current_page() == 1 and doc_view.hit_count() == 0
 
@@ -76,11 +77,9 @@ def test_clicking_a_verified_citation_highlights_the_quote_on_its_page(
     qtbot.waitUntil(lambda: current_result_page(window) == 6, timeout=10_000)
 
 
-@pytest.mark.usefixtures("answered")
 def test_a_citation_whose_quote_is_elsewhere_highlights_nothing(
-    qtbot: QtBot, window: MainWindow
+    qtbot: QtBot, window: MainWindow, view: Any
 ) -> None:
-    view = window.ask_panel.answer_view
     browser = view.browser
     cursor = QTextCursor(browser.document())
     cursor.setPosition(anchor_position(browser, "longdoc-page:l=9"))

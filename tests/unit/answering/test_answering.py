@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable
 
 import pytest
 
@@ -28,6 +27,7 @@ from desktop.store.db import Store
 from tests.conftest import API_KEY, make_document
 from tests.support.documents import CONTRACT_PAGES as PAGES
 from tests.support.sglang_server import FakeSGLang
+from tests.support.waiting import wait_for
 
 
 def answerer_for(server: FakeSGLang, store: Store, **settings: object) -> Answerer:
@@ -226,16 +226,6 @@ def test_cancel_during_prefill_closes_the_stream(sglang: FakeSGLang, store: Stor
     assert stored.status == "incomplete"
     assert wait_for(lambda: bool(sglang.aborted_rids))  # the server dropped the request too
     assert sglang.completed_rids == warm_up  # ended by the stop, not by the prefill finishing
-
-
-def wait_for(condition: Callable[[], bool], limit_s: float = 60.0) -> bool:
-    """Poll until ``condition`` holds (a generous bound, not a timing goal)."""
-    deadline = time.monotonic() + limit_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 # --- errors: one typed exception and one sentence each --------------------------------
