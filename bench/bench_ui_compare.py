@@ -9,24 +9,21 @@ worst stall), from opening the window to the last click.
 
 from __future__ import annotations
 
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import _common  # noqa: F401  (first: it puts the project on sys.path)
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
 
-from PySide6.QtCore import QTimer  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
-
-from desktop.config import Settings  # noqa: E402
-from desktop.documents.ingest import extract  # noqa: E402
-from desktop.store.db import Store  # noqa: E402
-from desktop.ui.compare_window import CompareWindow  # noqa: E402
-from desktop.ui.session import Session  # noqa: E402
-from tests.support.contracts import contract_pair, lay_out  # noqa: E402
-from tests.support.pdf_maker import write_pdf  # noqa: E402
+from desktop.config import Settings
+from desktop.documents.ingest import extract
+from desktop.store.db import Store
+from desktop.ui.compare_window import CompareWindow
+from desktop.ui.session import Session
+from tests.support.contracts import contract_pair, lay_out
+from tests.support.pdf_maker import write_pdf
 
 GOAL_MS = 100.0
 

@@ -262,24 +262,10 @@ class GenerationHandler(HandlerBase):
                     },
                 )
             else:
-                self._json(
-                    200,
-                    {
-                        "id": rid,
-                        "object": "text_completion",
-                        "created": gen.created,
-                        "model": gen.model,
-                        "choices": [
-                            {
-                                "index": 0,
-                                "text": out_text,
-                                "logprobs": None,
-                                "finish_reason": finish,
-                            }
-                        ],
-                        "usage": self._usage(gen, 0 if aborted else generated),
-                    },
-                )
+                choice = {"index": 0, "text": out_text, "logprobs": None, "finish_reason": finish}
+                completion = _envelope(gen, "text_completion", choice)
+                completion["usage"] = self._usage(gen, 0 if aborted else generated)
+                self._json(200, completion)
 
     @contextlib.contextmanager
     def _running(self, gen: _Generation, *, chat: bool) -> Iterator[_Run]:
@@ -472,14 +458,8 @@ class GenerationHandler(HandlerBase):
             message["reasoning_content"] = "".join(reasoning) if reasoning else None
             message["tool_calls"] = None
             choice["matched_stop"] = matched_stop
-        response: dict[str, Any] = {
-            "id": gen.rid,
-            "object": "chat.completion",
-            "created": gen.created,
-            "model": gen.model,
-            "choices": [choice],
-            "usage": self._usage(gen, generated if aborted else gen.completion_tokens),
-        }
+        response = _envelope(gen, "chat.completion", choice)
+        response["usage"] = self._usage(gen, generated if aborted else gen.completion_tokens)
         if fake.flavor == "new":
             response["metadata"] = {"weight_version": "default"}
         if fake.flavor == "openai":
@@ -506,13 +486,7 @@ class GenerationHandler(HandlerBase):
             choice["matched_stop"] = matched_stop
         elif flavor == "vllm":
             choice["stop_reason"] = None
-        chunk: dict[str, Any] = {
-            "id": gen.rid,
-            "object": "chat.completion.chunk",
-            "created": gen.created,
-            "model": gen.model,
-            "choices": [choice],
-        }
+        chunk = _envelope(gen, "chat.completion.chunk", choice)
         if flavor == "old":
             chunk["usage"] = None
         elif flavor == "openai":
@@ -626,3 +600,14 @@ class GenerationHandler(HandlerBase):
                 if gen.abort.is_set():
                     return
             yield piece
+
+
+def _envelope(gen: _Generation, kind: str, choice: dict[str, Any]) -> dict[str, Any]:
+    """The fields every OpenAI-style answer object starts with: one choice."""
+    return {
+        "id": gen.rid,
+        "object": kind,
+        "created": gen.created,
+        "model": gen.model,
+        "choices": [choice],
+    }
