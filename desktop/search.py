@@ -256,16 +256,13 @@ def _hits(conn: sqlite3.Connection, kind: str, found: list[tuple[int, str, float
     if not found:
         return []
     ids = [f[0] for f in found]
-    marks = ", ".join("?" * len(ids))
     if kind == "page":
-        rows = {
-            r[0]: r[1:]
-            for r in conn.execute(
-                "SELECT p.rowid, p.number, p.label, d.sha256, d.path, d.title FROM pages p"
-                f" JOIN documents d ON d.sha256 = p.sha256 WHERE p.rowid IN ({marks})",
-                ids,
-            )
-        }
+        rows = _rows_by_id(
+            conn,
+            "SELECT p.rowid, p.number, p.label, d.sha256, d.path, d.title FROM pages p"
+            " JOIN documents d ON d.sha256 = p.sha256 WHERE p.rowid",
+            ids,
+        )
         return [
             Hit(
                 "page",
@@ -278,14 +275,12 @@ def _hits(conn: sqlite3.Connection, kind: str, found: list[tuple[int, str, float
             for rowid, snippet, score in found
             if (row := rows.get(rowid)) is not None
         ]
-    answers = {
-        r[0]: r[1:]
-        for r in conn.execute(
-            "SELECT a.id, a.question, a.created_at, d.sha256, d.path, d.title FROM answers a"
-            f" JOIN documents d ON d.sha256 = a.document_sha WHERE a.id IN ({marks})",
-            ids,
-        )
-    }
+    answers = _rows_by_id(
+        conn,
+        "SELECT a.id, a.question, a.created_at, d.sha256, d.path, d.title FROM answers a"
+        " JOIN documents d ON d.sha256 = a.document_sha WHERE a.id",
+        ids,
+    )
     hits = []
     for rowid, snippet, score in found:
         row = answers.get(rowid)
@@ -305,6 +300,13 @@ def _hits(conn: sqlite3.Connection, kind: str, found: list[tuple[int, str, float
             )
         )
     return hits
+
+
+def _rows_by_id(conn: sqlite3.Connection, select: str, ids: list[int]) -> dict[int, Any]:
+    """The rows ``select`` finds for ``ids`` (it ends with the id column, whose value comes
+    first in each row), by id: the rest of each row."""
+    marks = ", ".join("?" * len(ids))
+    return {r[0]: r[1:] for r in conn.execute(f"{select} IN ({marks})", ids)}
 
 
 def _fill_answers(conn: sqlite3.Connection, hits: list[Hit]) -> None:

@@ -6,7 +6,6 @@ import http.server
 import json
 import os
 import socket
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 from desktop import doctor
 from desktop.doctor import Check, Context, run_checks
 from tests.conftest import API_KEY
+from tests.support.cli import longdoc
 from tests.support.recording_proxy import serving
 from tests.support.sglang_server import FakeSGLang
 
@@ -250,19 +250,9 @@ def test_no_display_is_a_warning() -> None:
 
 
 def test_cli_json_shape_and_exit_code(home: Path, tmp_path: Path) -> None:
-    import subprocess
-
     native(home, tmp_path / "absent")
     (home / "longdoc.toml").write_text('profile = "t"\n')
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run(
-        [sys.executable, "-m", "desktop.cli.main", "doctor", "--json"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "LONGDOC_HOME": str(home), "PYTHONPATH": str(root)},
-        timeout=120,
-        check=False,
-    )
+    done = longdoc("doctor", "--json", home=home)
     assert done.returncode == 7, done.stderr
     checks = json.loads(done.stdout)["checks"]
     assert all(set(c) == {"name", "status", "detail", "fix"} for c in checks)

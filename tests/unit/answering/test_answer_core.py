@@ -4,10 +4,8 @@ answer is truncated; reads write nothing; the ``ask --json`` object comes from o
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +19,8 @@ from desktop.documents.model import Document
 from desktop.errors import StorageError
 from desktop.store import db as store_db
 from desktop.store.db import AnswerKey, Store
-from tests.conftest import API_KEY, ROOT, make_document
+from tests.conftest import API_KEY, make_document
+from tests.support.cli import longdoc
 from tests.support.schemas import ASK_JSON_KEYS
 from tests.support.sglang_server import FakeSGLang
 
@@ -170,12 +169,7 @@ def test_a_single_document_answer_keeps_the_json_it_had(sglang: FakeSGLang, stor
 
 
 def cli_ask(home: Path, server: FakeSGLang, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "LONGDOC_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    for var in ("LONGDOC_ENDPOINT", "LONGDOC_MODEL", "LONGDOC_API_KEY"):
-        env.pop(var, None)
-    command = [sys.executable, "-m", "desktop.cli.main", "ask", *args]
-    command += ["--endpoint", server.url, "--api-key", API_KEY]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    return longdoc("ask", *args, home=home, server=server, api_key=API_KEY)
 
 
 def test_cli_prints_what_came_and_one_warning_for_a_truncated_answer(
