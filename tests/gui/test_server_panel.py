@@ -33,6 +33,10 @@ def test_an_external_server_shows_its_model_context_and_metrics(
     assert not panel.isVisible()
     window.show_server_panel()
     qtbot.waitExposed(panel)
+    # A user's Esc reaches the window they are in: wait until the panel is that window (on a
+    # busy machine it may not be yet, and the main window's own Esc (Stop) would take it).
+    panel.activateWindow()
+    qtbot.waitUntil(panel.isActiveWindow, timeout=5_000)
     panel.log_view.setFocus()  # Esc works wherever the focus is in the panel
     qtbot.keyClick(panel.log_view, Qt.Key.Key_Escape)
     assert not panel.isVisible()
