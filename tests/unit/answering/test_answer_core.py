@@ -12,14 +12,14 @@ import pytest
 
 from desktop.answering.ask_json import ask_json, document_json
 from desktop.answering.events import Event, Stored
-from desktop.answering.service import Answerer, Endpoint, Question, status_for
+from desktop.answering.service import Question, status_for
 from desktop.answers import AnswerStatus, QuoteStatus
-from desktop.config import Settings
 from desktop.documents.model import Document
 from desktop.errors import StorageError
 from desktop.store import db as store_db
 from desktop.store.db import AnswerKey, Store
 from tests.conftest import API_KEY, make_document
+from tests.support.answers import answerer_for
 from tests.support.cli import longdoc
 from tests.support.schemas import ASK_JSON_KEYS
 from tests.support.sglang_server import FakeSGLang
@@ -30,10 +30,6 @@ PAGES = [
     ("2", "Liability is capped at EUR 2,000,000 except for gross negligence."),
 ]
 QUOTED = 'The cap: "Liability is capped at EUR 2,000,000" [p. 2], and the term [p. 1].'
-
-
-def answerer_for(server: FakeSGLang, store: Store) -> Answerer:
-    return Answerer(store, Endpoint(server.url, API_KEY), Settings())
 
 
 def chats(server: FakeSGLang) -> int:

@@ -25,13 +25,10 @@ from desktop.errors import (
 )
 from desktop.store.db import Store
 from tests.conftest import API_KEY, make_document
+from tests.support.answers import answerer_for
 from tests.support.documents import CONTRACT_PAGES as PAGES
 from tests.support.sglang_server import FakeSGLang
 from tests.support.waiting import wait_for
-
-
-def answerer_for(server: FakeSGLang, store: Store, **settings: object) -> Answerer:
-    return Answerer(store, Endpoint(server.url, API_KEY), Settings(**settings))  # type: ignore[arg-type]
 
 
 def chat_requests(server: FakeSGLang) -> list[dict[str, object]]:

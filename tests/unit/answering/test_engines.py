@@ -17,13 +17,13 @@ import pytest
 
 from desktop.answering.events import Event, Stored, Usage
 from desktop.answering.prompt import PageRange, prefix_tokens
-from desktop.answering.service import Answerer, Endpoint, Question
-from desktop.config import Settings
+from desktop.answering.service import Question
 from desktop.documents.model import Document
 from desktop.errors import EXIT_DOCUMENT, Cancelled, DocumentTooLarge
 from desktop.store.db import Store
 from longdoc_net.endpoint import Engine
 from tests.conftest import API_KEY, make_document
+from tests.support.answers import answerer_for
 from tests.support.sglang_server import FakeSGLang
 
 WORDS = [
@@ -60,10 +60,6 @@ def document(pages: int, seed: int = 1) -> Document:
 def vllm() -> Iterator[FakeSGLang]:
     with FakeSGLang(api_key=API_KEY, flavor="vllm", context_length=262_144) as server:
         yield server
-
-
-def answerer_for(server: FakeSGLang, store: Store) -> Answerer:
-    return Answerer(store, Endpoint(server.url, API_KEY), Settings())
 
 
 def reuse(events: list[Event]) -> float:

@@ -12,7 +12,7 @@ from sqlite_utils.migrations import Migrations
 
 from desktop.answering.events import AnswerDelta, Event, Sent, Stored, Usage
 from desktop.answering.prompt import PageRange
-from desktop.answering.service import Answerer, Endpoint, Question
+from desktop.answering.service import Answerer, Question
 from desktop.config import Settings
 from desktop.documents import extract
 from desktop.documents.model import Document
@@ -20,13 +20,14 @@ from desktop.errors import Cancelled, DocumentTooLarge, ThreadTooLong, UsageErro
 from desktop.store.db import AnswerKey, Store, Thread
 from desktop.store.migrations import m001_documents_and_answers
 from tests.conftest import API_KEY, CORPUS_DIR, make_document
+from tests.support import answers
 from tests.support.documents import CONTRACT_PAGES as PAGES
 from tests.support.documents import scanned_pdf
 from tests.support.sglang_server import FakeSGLang
 
 
 def answerer_for(server: FakeSGLang, store: Store) -> Answerer:
-    return Answerer(store, Endpoint(server.url, API_KEY, "Qwen/Qwen3.5-35B-A3B"), Settings())
+    return answers.answerer_for(server, store, served="Qwen/Qwen3.5-35B-A3B")
 
 
 @pytest.fixture
