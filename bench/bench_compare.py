@@ -26,14 +26,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import ROOT  # first: it puts the project on sys.path
+from rapidfuzz.distance import Indel
 
-from rapidfuzz.distance import Indel  # noqa: E402
-
-from desktop.compare.align import ChangeKind, compare_documents  # noqa: E402
-from desktop.compare.blocks import blocks  # noqa: E402
-from tests.support.contracts import contract_pair, document, lay_out  # noqa: E402
+from desktop.compare.align import ChangeKind, compare_documents
+from desktop.compare.blocks import blocks
+from tests.support.contracts import contract_pair, document, lay_out
 
 GOAL_S = 1.0
 GOAL_PROCESS_S = 3.0

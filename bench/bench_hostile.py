@@ -9,7 +9,6 @@ children); the safety work at most 1.05x on ordinary ingest and streaming.
 from __future__ import annotations
 
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -17,15 +16,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import GEOTOPO, ROOT, median_seconds  # first: it puts the project on sys.path
 
-from desktop.cli.terminal import SafeStream  # noqa: E402
-from desktop.documents.ingest import extract, read  # noqa: E402
-from desktop.documents.source import check_pdf_streams  # noqa: E402
-from tests.support import hostile_files as hostile  # noqa: E402
+from desktop.cli.terminal import SafeStream
+from desktop.documents.ingest import extract, read
+from desktop.documents.source import check_pdf_streams
+from tests.support import hostile_files as hostile
 
-GEOTOPO = ROOT.parent / "shared/corpus/pdf-samples/009-pdflatex-geotopo/GeoTopo-komprimiert.pdf"
 GIB = 1 << 30
 RSS_GOAL_KIB = 1536 * 1024
 COST_GOAL = 1.05
@@ -80,15 +77,6 @@ def hostile_rss() -> bool:
     return ok
 
 
-def median(fn: Callable[[], object], repeats: int = 7) -> float:
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
 def parse_chunks(deltas: list[str]) -> Callable[[], None]:
     """The least the client does per streamed chunk: JSON, then openai's chunk object."""
     import json
@@ -112,10 +100,10 @@ def safety_costs() -> bool:
     """The single read and the PDF stream check against the whole extraction; escaping
     against plain writes of a streamed 20,000-token answer."""
     extract(GEOTOPO)  # warm the page cache and the imports
-    whole = median(lambda: extract(GEOTOPO))
+    whole = median_seconds(lambda: extract(GEOTOPO), repeats=7)
     source = read(GEOTOPO)
-    check = median(lambda: check_pdf_streams(GEOTOPO, source.data))
-    reading = median(lambda: read(GEOTOPO))
+    check = median_seconds(lambda: check_pdf_streams(GEOTOPO, source.data), repeats=7)
+    reading = median_seconds(lambda: read(GEOTOPO), repeats=7)
     ingest_ratio = whole / (whole - check)
     print(
         f"GeoTopo extract {whole * 1000:.0f} ms: of it the one read {reading * 1000:.1f} ms "
@@ -135,8 +123,8 @@ def safety_costs() -> bool:
 
         return run
 
-    base, safe = median(stream(False)), median(stream(True))
-    parse = median(parse_chunks(deltas), repeats=3)
+    base, safe = median_seconds(stream(False), 7), median_seconds(stream(True), 7)
+    parse = median_seconds(parse_chunks(deltas), repeats=3)
     stream_ratio = (parse + safe) / (parse + base)
     print(
         f"printing 20,000 streamed pieces: plain {base * 1000:.1f} ms, escaped "

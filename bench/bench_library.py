@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import (  # first: it puts the project on sys.path
-    Lateness,
+    Heartbeat,
     gui_environment,
     spin,
 )
@@ -98,7 +98,7 @@ def main() -> int:
         window.resize(1400, 900)
         window.show()
         library = window.library
-        lateness = Lateness()
+        lateness = Heartbeat()
         figures: dict[str, float] = {}
         # Let the new window settle (first layout and paint) before measuring anything.
         settle_until = time.monotonic() + 0.5

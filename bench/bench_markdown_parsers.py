@@ -157,29 +157,37 @@ def mdit_blocks(text: str) -> list[Block]:
 # --- streaming cost ----------------------------------------------------------------------
 
 
-def stream_hand(text: str) -> list[float]:
-    """Seconds per update: split off finished blocks, parse the unfinished one."""
+def stream_costs(text: str, update: Callable[[str], str]) -> list[float]:
+    """Seconds per streamed update: ``update(pending)`` renders what arrived and returns
+    the text still unfinished, which the next chunk extends."""
     pending = ""
     costs = []
     for i in range(0, len(text), CHUNK):
         pending += text[i : i + CHUNK]
         started = time.perf_counter()
+        pending = update(pending)
+        costs.append(time.perf_counter() - started)
+    return costs
+
+
+def stream_hand(text: str) -> list[float]:
+    """Split off finished blocks, parse the unfinished one."""
+
+    def update(pending: str) -> str:
         while (split := split_first(pending)) is not None:
             block, pending = split
             parse_block(block)
         if pending.strip():
             parse_block(pending)
-        costs.append(time.perf_counter() - started)
-    return costs
+        return pending
+
+    return stream_costs(text, update)
 
 
 def stream_mdit(text: str) -> list[float]:
-    """Seconds per update: parse from the last top-level block; earlier ones are final."""
-    pending = ""
-    costs = []
-    for i in range(0, len(text), CHUNK):
-        pending += text[i : i + CHUNK]
-        started = time.perf_counter()
+    """Parse from the last top-level block; earlier ones are final."""
+
+    def update(pending: str) -> str:
         tokens = MD.parse(pending)
         starts = [t.map[0] for t in tokens if t.level == 0 and t.nesting >= 0 and t.map]
         if len(starts) > 1:
@@ -188,8 +196,9 @@ def stream_mdit(text: str) -> list[float]:
             pending = "\n".join(lines[starts[-1] :])
             tokens = MD.parse(pending)
         mdit_blocks(pending)
-        costs.append(time.perf_counter() - started)
-    return costs
+        return pending
+
+    return stream_costs(text, update)
 
 
 # --- CommonMark cases --------------------------------------------------------------------

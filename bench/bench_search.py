@@ -34,14 +34,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import ROOT  # first: it puts the project on sys.path
 
-from desktop import search  # noqa: E402
-from desktop.documents import tokens  # noqa: E402
-from desktop.library import open_document  # noqa: E402
-from desktop.store import fts  # noqa: E402
-from desktop.store.db import AnswerKey, Store  # noqa: E402
+from desktop import search
+from desktop.documents import tokens
+from desktop.library import open_document
+from desktop.store import fts
+from desktop.store.db import AnswerKey, Store
 
 PAGE_CHARS = 4_000
 SEED = 18

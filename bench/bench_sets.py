@@ -11,22 +11,20 @@ from __future__ import annotations
 
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import _common  # noqa: F401  (first: it puts the project on sys.path)
 
-from desktop.answering.service import Answerer, Endpoint, Question  # noqa: E402
-from desktop.answering.sets import build_set  # noqa: E402
-from desktop.config import Settings  # noqa: E402
-from desktop.documents.layout import measure  # noqa: E402
-from desktop.documents.model import Document, Page  # noqa: E402
-from desktop.store.db import Store  # noqa: E402
-from tests.support.contracts import clause  # noqa: E402
-from tests.support.sglang_server import FakeSGLang  # noqa: E402
+from desktop.answering.service import Answerer, Endpoint, Question
+from desktop.answering.sets import build_set
+from desktop.config import Settings
+from desktop.documents.layout import measure
+from desktop.documents.model import Document, Page
+from desktop.store.db import Store
+from tests.support.contracts import clause
+from tests.support.sglang_server import FakeSGLang
 
 TARGET = 120_000
 GOAL = 1.1

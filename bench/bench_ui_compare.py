@@ -5,7 +5,7 @@
 Opens the window on two generated 400-page PDFs (tests/support/contracts.py, the second
 with 50 changes of each kind and laid out anew), waits for the change list and both PDFs,
 then clicks 20 changes one after the other. For each click a 5 ms heartbeat timer on the
-UI thread (``_common.Lateness``, as bench_library.py) records its worst lateness from the
+UI thread (``_common.Heartbeat``, as bench_library.py) records its worst lateness from the
 click until both views have highlighted the change (the quote is found in a worker,
 ``desktop.answering.quote_spans``, and only painted on the UI thread): the worst stall per
 click, goal < 50 ms. Also reported: the time from click to both highlights, the worst
@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from _common import Lateness, gui_environment, spin  # first: it puts the project on sys.path
+from _common import Heartbeat, gui_environment, spin  # first: it puts the project on sys.path
 
 gui_environment()
 
@@ -74,7 +74,7 @@ def main() -> int:
         )
         store = Store(Path(tmp) / "db.sqlite")
         session = Session(Settings(endpoint="http://127.0.0.1:9", api_key="x"), store)
-        lateness = Lateness()
+        lateness = Heartbeat()
         lateness.start()
         window = CompareWindow(session, da, db, explain=False)
         window.show()

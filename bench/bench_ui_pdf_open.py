@@ -18,11 +18,15 @@ import os
 import time
 from pathlib import Path
 
-from _common import CORPUS, gui_environment, spin  # first: it puts the project on sys.path
+from _common import (  # first: it puts the project on sys.path
+    CORPUS,
+    Heartbeat,
+    gui_environment,
+    spin,
+)
 
 gui_environment()
 
-from PySide6.QtCore import QElapsedTimer, QTimer  # noqa: E402
 
 import desktop.ui  # noqa: E402,F401  (PySide6 6.12.0 workaround first)
 from desktop.config import Settings, db_path  # noqa: E402
@@ -32,29 +36,6 @@ from desktop.ui.main_window import MainWindow  # noqa: E402
 
 REFUSALS = ("password", "damaged")  # refused when added: the window says so
 SETTLE_S = 0.5  # after the page is shown: rendering and layout that follow it
-
-
-class Heartbeat:
-    """The longest gap between the UI thread's 5 ms ticks since ``reset``."""
-
-    def __init__(self) -> None:
-        self.clock = QElapsedTimer()
-        self.timer = QTimer()
-        self.timer.setInterval(5)
-        self.timer.timeout.connect(self._tick)
-        self.last = 0
-        self.worst = 0
-
-    def _tick(self) -> None:
-        now = self.clock.elapsed()
-        self.worst = max(self.worst, now - self.last)
-        self.last = now
-
-    def reset(self) -> None:
-        self.clock.restart()
-        self.last = 0
-        self.worst = 0
-        self.timer.start()
 
 
 def _refused(window: MainWindow, pdf: Path) -> bool:
@@ -87,7 +68,7 @@ def main() -> int:
         window.doc_view.clear()
         window.document = None
         spin(app, lambda: True, 0.1)
-        beat.reset()
+        beat.start()
         started = time.monotonic()
         window.add_paths([pdf])
         shown = spin(
@@ -96,12 +77,12 @@ def main() -> int:
             args.timeout,
         )
         spin(app, lambda: False, SETTLE_S)
-        opened = beat.worst
-        beat.reset()
+        opened = round(beat.worst_s * 1000)
+        beat.start()
         for size in ((1000, 700), (1600, 1000), (1400, 860)):
             window.resize(*size)
             spin(app, lambda: False, 0.2)
-        resized = beat.worst
+        resized = round(beat.worst_s * 1000)
         state = "shown" if window.doc_view.document is not None else "refused, as said"
         state = state if shown else "timed out"
         worst = max(opened, resized)

@@ -26,8 +26,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import ROOT  # first: it puts the project on sys.path
 
 CODE = str(ROOT / "desktop") + os.sep
 WRITES = {

@@ -2,8 +2,10 @@
 
 Plain values, no I/O and no Qt. They sit below both the store (which turns rows into them)
 and the answering package (which makes them), so the layers stay one-way: documents and
-these values -> store -> answering -> batch -> cli/ui. ``desktop.store.db`` and
-``desktop.answering.citations`` re-export the names that used to live there.
+these values -> store -> answering -> batch -> cli/ui. Their public home is
+``desktop.answering`` (``from desktop.answering import StoredAnswer``), which re-exports
+them; ``desktop.store.db`` and ``desktop.answering.citations`` re-export the names that
+used to live there.
 
 An answer is about an ordered set of documents: ``documents`` is a tuple, and a question
 about one document is a set of one (``document_sha`` is the first, the store's column).
@@ -11,7 +13,7 @@ about one document is a set of one (``document_sha`` is the first, the store's c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum, StrEnum
 from typing import Any
 
@@ -67,15 +69,10 @@ class CitationCheck:
     found_in: tuple[tuple[str, tuple[int, ...]], ...] | None = None
     in_set: bool = False  # checked against a set: the JSON carries document and found_in
 
-    def to_stored(self) -> dict[str, Any]:
-        """The form kept in the answer's ``extra`` JSON (spans, then what was found)."""
+    def to_json(self) -> dict[str, Any]:
+        """What ``ask --json`` prints: ``{"pages", "label", "quote", "status", "found_on"}``,
+        and in a set's answer ``"document"`` (its letter) and ``"found_in"``."""
         data: dict[str, Any] = {
-            "start": self.start,
-            "end": self.end,
-            "cite_start": self.cite_start,
-            "cite_end": self.cite_end,
-            "quote_start": self.quote_start,
-            "quote_end": self.quote_end,
             "pages": list(self.pages),
             "label": self.label,
             "quote": self.quote,
@@ -86,6 +83,11 @@ class CitationCheck:
             data["document"] = self.document
             data["found_in"] = self.found_in_json()
         return data
+
+    def to_stored(self) -> dict[str, Any]:
+        """The form kept in the answer's ``extra`` JSON (spans, then what was found)."""
+        spans = ("start", "end", "cite_start", "cite_end", "quote_start", "quote_end")
+        return {**{name: getattr(self, name) for name in spans}, **self.to_json()}
 
     def found_in_json(self) -> list[dict[str, Any]] | None:
         """``found_in`` as JSON: ``[{"document", "pages"}]`` (None when not found)."""
@@ -172,20 +174,16 @@ class AnswerKey:
         """Whitespace- and case-insensitive form, so "What is X?" == "what is  x?"."""
         return " ".join(self.question.split()).casefold()
 
+    def key_values(self) -> dict[str, Any]:
+        """The key's own fields by name (a ``StoredAnswer`` is built from them)."""
+        return {f.name: getattr(self, f.name) for f in fields(AnswerKey)}
 
-@dataclass
-class StoredAnswer:
-    """One answer row, complete or not."""
+
+@dataclass(frozen=True, kw_only=True)
+class StoredAnswer(AnswerKey):
+    """One answer row, complete or not: its key (what was asked) and what came back."""
 
     id: int
-    document_sha: str
-    question: str
-    model: str
-    prompt_version: str
-    thinking: bool
-    first_page: int
-    last_page: int
-    max_tokens: int
     answer: str
     reasoning: str
     finish_reason: str | None
@@ -199,13 +197,11 @@ class StoredAnswer:
     created_at: float
     extra: dict[str, Any] = field(default_factory=dict)  # endpoint, pid, ... as stored
     citations: CheckedCitations | None = None  # None: not checked (yet)
-    more_documents: tuple[str, ...] = ()  # a set's further documents, in order
-    history: str = ""  # digest of the earlier turns it was asked after ("" = none)
 
     @property
-    def documents(self) -> tuple[str, ...]:
-        """Every document the answer is about, in order."""
-        return (self.document_sha, *self.more_documents)
+    def key(self) -> AnswerKey:
+        """What was asked: the answer-cache key it was stored under."""
+        return AnswerKey(**self.key_values())
 
     @property
     def complete(self) -> bool:

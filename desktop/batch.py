@@ -16,7 +16,6 @@ import contextlib
 import fcntl
 import json
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -34,6 +33,7 @@ from desktop.errors import Cancelled, DocumentError, LongdocError, UsageError, o
 from desktop.library import open_document, walk
 from desktop.reports import csv_text
 from desktop.store.db import Store
+from longdoc_net.resources import resources_dir
 
 STYLES = ("brief", "detailed", "contract", "manual", "transcript")
 DEFAULT_STYLE = "brief"
@@ -48,15 +48,7 @@ Kind = Literal["summary", "review"]
 ItemStatus = Literal["pending", "running", "done", "failed", "skipped", "cancelled"]
 
 
-def _resources_dir() -> Path:
-    """The checkout's ``resources/prompts``, or the copy a wheel installs under the prefix."""
-    source = Path(__file__).resolve().parents[1] / "resources" / "prompts"
-    if source.is_dir():
-        return source
-    return Path(sys.prefix) / "share" / "longdoc" / "prompts"
-
-
-PROMPTS_DIR = _resources_dir()
+PROMPTS_DIR = resources_dir("prompts")
 
 
 def load_style(style: str) -> str:

@@ -52,6 +52,14 @@ __all__ = [
 # What every command can return whatever it does: a data directory that cannot be
 # written, a bad flag or setting, Ctrl-C.
 COMMON_EXIT_CODES = (EXIT_OK, EXIT_STORAGE, EXIT_USAGE, EXIT_INTERRUPTED)
+# What a command that reads documents and asks the server about them (ask, compare, warm)
+# can return besides: a document it cannot read, no server, a request that failed.
+ASKING_EXIT_CODES = (
+    *COMMON_EXIT_CODES,
+    EXIT_DOCUMENT,
+    EXIT_SERVER_UNAVAILABLE,
+    EXIT_REQUEST_FAILED,
+)
 
 
 def exit_codes_help(codes: Iterable[int] | None = None) -> str:
@@ -157,6 +165,10 @@ _REMEDY_LABELS = {
 }
 
 
+# The app's words before a failure that starting (or reaching) the server can cure.
+NOT_READY = "The server is not ready: "
+
+
 class LongdocError(Exception):
     """Base of every expected failure: ``str(err)`` is one sentence for the user.
 
@@ -169,6 +181,7 @@ class LongdocError(Exception):
     # The problems the sentence stands at the head of (several at once): the CLI prints
     # each on a bulleted line of its own under the ``Error:`` line.
     items: tuple[str, ...] = ()
+    in_app_prefix = ""  # what the app says before the CLI's sentence (unless worded apart)
 
     def __init__(self, message: str, *, in_app: str | None = None) -> None:
         super().__init__(message)
@@ -181,7 +194,7 @@ class LongdocError(Exception):
     @property
     def in_app(self) -> str:
         """The sentence the app shows (the CLI's, unless the error words it otherwise)."""
-        return self._in_app if self._in_app is not None else self.message
+        return self._in_app if self._in_app is not None else self.in_app_prefix + self.message
 
 
 def remedy_for(exc: BaseException, managed: bool) -> Remedy | None:
@@ -371,11 +384,7 @@ class ServerUnavailable(LongdocError):
 
     exit_code = EXIT_SERVER_UNAVAILABLE
     remedy = Remedy.START_SERVER
-
-    @property
-    def in_app(self) -> str:
-        """Not ready, in the app's words."""
-        return f"The server is not ready: {self.message}"
+    in_app_prefix = NOT_READY
 
 
 class ServerUnreachable(ServerUnavailable):
@@ -490,11 +499,7 @@ class NoServerConfigured(ServerSetupError):
     """No endpoint is set and no managed server runs."""
 
     remedy = Remedy.START_SERVER
-
-    @property
-    def in_app(self) -> str:
-        """Not ready, in the app's words."""
-        return f"The server is not ready: {self.message}"
+    in_app_prefix = NOT_READY
 
 
 class ModelNotServed(ServerSetupError):

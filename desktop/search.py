@@ -265,16 +265,13 @@ def _hits(conn: sqlite3.Connection, kind: str, found: list[tuple[int, str, float
     if not found:
         return []
     ids = [f[0] for f in found]
-    marks = ", ".join("?" * len(ids))
     if kind == "page":
-        rows = {
-            r[0]: r[1:]
-            for r in conn.execute(
-                "SELECT p.rowid, p.number, p.label, d.sha256, d.path, d.title FROM pages p"
-                f" JOIN documents d ON d.sha256 = p.sha256 WHERE p.rowid IN ({marks})",
-                ids,
-            )
-        }
+        rows = _rows_by_id(
+            conn,
+            "SELECT p.rowid, p.number, p.label, d.sha256, d.path, d.title FROM pages p"
+            " JOIN documents d ON d.sha256 = p.sha256 WHERE p.rowid",
+            ids,
+        )
         return [
             Hit(
                 "page",
@@ -287,14 +284,12 @@ def _hits(conn: sqlite3.Connection, kind: str, found: list[tuple[int, str, float
             for rowid, snippet, score in found
             if (row := rows.get(rowid)) is not None
         ]
-    answers = {
-        r[0]: r[1:]
-        for r in conn.execute(
-            "SELECT id, question, created_at, document_sha, json_extract(extra, '$.set')"
-            f" FROM answers WHERE id IN ({marks})",
-            ids,
-        )
-    }
+    answers = _rows_by_id(
+        conn,
+        "SELECT id, question, created_at, document_sha, json_extract(extra, '$.set')"
+        " FROM answers WHERE id",
+        ids,
+    )
     # A set's answer is stored under the set's key: its documents are in its spec, lettered.
     members = {
         rowid: [(str(m["sha256"]), str(m["letter"])) for m in json.loads(row[3])]
@@ -337,6 +332,13 @@ def _documents(conn: sqlite3.Connection, shas: set[str]) -> dict[str, DocumentRe
         f"SELECT sha256, path, title FROM documents WHERE sha256 IN ({marks})", sorted(shas)
     )
     return {r[0]: DocumentRef(r[0], r[1], r[2]) for r in rows}
+
+
+def _rows_by_id(conn: sqlite3.Connection, select: str, ids: list[int]) -> dict[int, Any]:
+    """The rows ``select`` finds for ``ids`` (it ends with the id column, whose value comes
+    first in each row), by id: the rest of each row."""
+    marks = ", ".join("?" * len(ids))
+    return {r[0]: r[1:] for r in conn.execute(f"{select} IN ({marks})", ids)}
 
 
 def _fill_answers(conn: sqlite3.Connection, hits: list[Hit]) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 import tomllib
 import types
 import typing
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from longdoc_net.endpoint import api_root
+from longdoc_net.resources import resources_dir
 from server_manager.errors import ProfileInvalid
 
 Kind = Literal["container", "native", "external"]
@@ -33,15 +33,7 @@ Engine = Literal["sglang", "vllm"]
 GpuVendor = Literal["amd", "nvidia", "none"]
 
 
-def _bundled_dir() -> Path:
-    """The checkout's ``resources/profiles``, or the copy a wheel installs under the prefix."""
-    source = Path(__file__).resolve().parents[1] / "resources" / "profiles"
-    if source.is_dir():
-        return source
-    return Path(sys.prefix) / "share" / "longdoc" / "profiles"
-
-
-BUNDLED_DIR = _bundled_dir()
+BUNDLED_DIR = resources_dir("profiles")
 DEFAULT_PROFILE = "sglang-rocm"
 LABEL_MANAGED = "longdoc.managed"
 LABEL_PROFILE = "longdoc.profile"
@@ -474,6 +466,50 @@ def _serving_args(profile: Profile, host: str) -> list[str]:
     return args
 
 
+@dataclass(frozen=True)
+class _EngineFlags:
+    """How an engine spells the arguments ``engine_args`` gives it."""
+
+    model: tuple[str, ...]  # before the model path (vLLM takes it as its first argument)
+    tool_choice: tuple[str, ...]  # before --tool-call-parser
+    attention_backend: str | None  # None: the profile's attention backend is not passed
+    cache: tuple[str, ...]  # prefix caching and cached tokens in the usage
+    context_length: str
+    tp_size: str
+    memory: str  # the profile's mem_fraction_static
+
+
+_ENGINE_FLAGS: dict[Engine, _EngineFlags] = {
+    "sglang": _EngineFlags(
+        model=("--model-path",),
+        tool_choice=(),
+        attention_backend="--attention-backend",
+        cache=("--enable-metrics", "--enable-cache-report"),
+        context_length="--context-length",
+        tp_size="--tp-size",
+        memory="--mem-fraction-static",
+    ),
+    # Qwen3.5's hybrid layers: prefix caching is opt-in on vLLM and, for them, keeps states
+    # in the "align" mode (vllm/config/cache.py MambaCacheMode; the flags are registered in
+    # vllm/engine/arg_utils.py); cached_tokens in the usage only with
+    # --enable-prompt-tokens-details (vllm/entrypoints/openai/cli_args.py).
+    "vllm": _EngineFlags(
+        model=(),
+        tool_choice=("--enable-auto-tool-choice",),
+        attention_backend=None,
+        cache=(
+            "--enable-prefix-caching",
+            "--mamba-cache-mode",
+            "align",
+            "--enable-prompt-tokens-details",
+        ),
+        context_length="--max-model-len",
+        tp_size="--tensor-parallel-size",
+        memory="--gpu-memory-utilization",
+    ),
+}
+
+
 def engine_args(profile: Profile, *, tp_size: int, host: str, model_path: str) -> list[str]:
     """The inference engine's own arguments (after the program name); never the key."""
     values = {
@@ -486,33 +522,18 @@ def engine_args(profile: Profile, *, tp_size: int, host: str, model_path: str) -
     }
     if profile.engine_args is not None:
         return [a.format(**values) for a in profile.engine_args] + list(profile.extra_engine_args)
-    if profile.engine == "vllm":
-        args = [model_path, *_serving_args(profile, host)]
-        if profile.tool_call_parser:
-            args += ["--enable-auto-tool-choice", "--tool-call-parser", profile.tool_call_parser]
-        # Qwen3.5's hybrid layers: prefix caching is opt-in on vLLM and, for them, keeps
-        # states in the "align" mode (vllm/config/cache.py MambaCacheMode; the flags are
-        # registered in vllm/engine/arg_utils.py); cached_tokens in the usage only with
-        # --enable-prompt-tokens-details (vllm/entrypoints/openai/cli_args.py).
-        args += ["--enable-prefix-caching", "--mamba-cache-mode", "align"]
-        args += ["--enable-prompt-tokens-details"]
-        if profile.context_length:
-            args += ["--max-model-len", str(profile.context_length)]
-        args += ["--tensor-parallel-size", str(tp_size)]
-        if profile.mem_fraction_static is not None:
-            args += ["--gpu-memory-utilization", f"{profile.mem_fraction_static:g}"]
-        return args + list(profile.extra_engine_args)
-    args = ["--model-path", model_path, *_serving_args(profile, host)]
+    flags = _ENGINE_FLAGS[profile.engine]
+    args = [*flags.model, model_path, *_serving_args(profile, host)]
     if profile.tool_call_parser:
-        args += ["--tool-call-parser", profile.tool_call_parser]
-    if profile.attention_backend:
-        args += ["--attention-backend", profile.attention_backend]
-    args += ["--enable-metrics", "--enable-cache-report"]
+        args += [*flags.tool_choice, "--tool-call-parser", profile.tool_call_parser]
+    if profile.attention_backend and flags.attention_backend:
+        args += [flags.attention_backend, profile.attention_backend]
+    args += flags.cache
     if profile.context_length:
-        args += ["--context-length", str(profile.context_length)]
-    args += ["--tp-size", str(tp_size)]
+        args += [flags.context_length, str(profile.context_length)]
+    args += [flags.tp_size, str(tp_size)]
     if profile.mem_fraction_static is not None:
-        args += ["--mem-fraction-static", f"{profile.mem_fraction_static:g}"]
+        args += [flags.memory, f"{profile.mem_fraction_static:g}"]
     return args + list(profile.extra_engine_args)
 
 

@@ -48,17 +48,7 @@ def citation_json(check: CitationCheck) -> dict[str, Any]:
     """One checked citation: ``{"pages", "label", "quote", "status", "found_on"}``, and in
     a set's answer ``"document"`` (its letter) and ``"found_in"``
     (``[{"document", "pages"}]``, every document the quote is in)."""
-    data: dict[str, Any] = {
-        "pages": list(check.pages),
-        "label": check.label,
-        "quote": check.quote,
-        "status": check.status.value,
-        "found_on": list(check.found_on) if check.found_on is not None else None,
-    }
-    if check.in_set:
-        data["document"] = check.document
-        data["found_in"] = check.found_in_json()
-    return data
+    return check.to_json()
 
 
 def citations_json(checks: Sequence[CitationCheck]) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn, Protocol
 
 from desktop.answering.budget import Budget, ContextLimits, plan_budget, refusal, set_refusal
@@ -657,8 +657,7 @@ class Answerer:
             list(turn.after),
             citations=fresh,
         )
-        hit.citations = checked
-        return Stored(hit, from_cache=True, thread_id=thread_id)
+        return Stored(replace(hit, citations=checked), from_cache=True, thread_id=thread_id)
 
     def prewarm(
         self,
@@ -962,8 +961,7 @@ class Answerer:
         thread_id = self._finish(
             record, status, finish_reason=finished.finish_reason, citations=checked, turn=turn
         )
-        answer = record.stored(plan.key, status, finished.finish_reason, created_at, extra)
-        answer.citations = checked
+        answer = record.stored(plan.key, status, finished.finish_reason, created_at, extra, checked)
         yield Stored(answer, from_cache=False, thread_id=thread_id)
 
     def _refused(
@@ -992,19 +990,9 @@ class Answerer:
     ) -> int | None:
         record.error = error
         record.total_s = time.monotonic() - record.started
-        usage = record.usage
         return self.store.finish_answer(
             record.answer_id,
-            status=status,
-            answer=record.answer,
-            reasoning=record.reasoning,
-            finish_reason=finish_reason,
-            error=error,
-            prompt_tokens=usage.prompt_tokens if usage else None,
-            completion_tokens=usage.completion_tokens if usage else None,
-            cached_tokens=usage.cached_tokens if usage else None,
-            ttft_s=record.ttft_s,
-            total_s=record.total_s,
+            **record.outcome(status, finish_reason),
             citations=citations,
             turn=turn,
         )
@@ -1073,6 +1061,22 @@ class _Record:
         """The reasoning so far."""
         return "".join(self.thinking)
 
+    def outcome(self, status: AnswerStatus, finish_reason: str | None) -> dict[str, Any]:
+        """What came back, by the names ``Store.finish_answer`` and ``StoredAnswer`` share."""
+        usage = self.usage
+        return {
+            "status": status,
+            "answer": self.answer,
+            "reasoning": self.reasoning,
+            "finish_reason": finish_reason,
+            "error": self.error,
+            "prompt_tokens": usage.prompt_tokens if usage else None,
+            "completion_tokens": usage.completion_tokens if usage else None,
+            "cached_tokens": usage.cached_tokens if usage else None,
+            "ttft_s": self.ttft_s,
+            "total_s": self.total_s,
+        }
+
     def stored(
         self,
         key: AnswerKey,
@@ -1080,31 +1084,14 @@ class _Record:
         finish_reason: str | None,
         created_at: float,
         extra: dict[str, Any],
+        citations: CheckedCitations | None,
     ) -> StoredAnswer:
         """The answer as ``finish_answer`` stored it (built here, not read back)."""
-        usage = self.usage
         return StoredAnswer(
+            **key.key_values(),
+            **self.outcome(status, finish_reason),
             id=self.answer_id,
-            document_sha=key.document_sha,
-            question=key.question,
-            model=key.model,
-            prompt_version=key.prompt_version,
-            thinking=key.thinking,
-            first_page=key.first_page,
-            last_page=key.last_page,
-            max_tokens=key.max_tokens,
-            answer=self.answer,
-            reasoning=self.reasoning,
-            finish_reason=finish_reason,
-            status=status,
-            error=self.error,
-            prompt_tokens=usage.prompt_tokens if usage else None,
-            completion_tokens=usage.completion_tokens if usage else None,
-            cached_tokens=usage.cached_tokens if usage else None,
-            ttft_s=self.ttft_s,
-            total_s=self.total_s,
             created_at=created_at,
             extra=dict(extra),
-            more_documents=key.more_documents,
-            history=key.history,
+            citations=citations,
         )

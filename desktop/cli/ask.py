@@ -12,22 +12,21 @@ from desktop.cli.commands import add_command
 from desktop.cli.options import add_server_options, token_count
 from desktop.cli.terminal import style
 from desktop.errors import (
-    COMMON_EXIT_CODES,
-    EXIT_DOCUMENT,
-    EXIT_REQUEST_FAILED,
-    EXIT_SERVER_UNAVAILABLE,
+    ASKING_EXIT_CODES,
     UsageError,
     display_path,
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from desktop.answering.citations import CitationCheck
     from desktop.answering.sets import DocumentSet
     from desktop.answering.threads import Thread
     from desktop.documents.model import Document
     from desktop.store.db import Store
 
-EXIT_CODES = (*COMMON_EXIT_CODES, EXIT_DOCUMENT, EXIT_SERVER_UNAVAILABLE, EXIT_REQUEST_FAILED)
+EXIT_CODES = ASKING_EXIT_CODES
 
 DIM = "\x1b[2m"
 RESET = "\x1b[0m"
@@ -124,25 +123,45 @@ def flag_quotes(checks: list[CitationCheck], doc: Document) -> str:
     """A Markdown note listing the quotes not found on the page they cite ("" if none)."""
     from desktop.answering.citations import QuoteStatus
 
-    lines = []
-    for check in checks:
-        if check.quote is None or check.status is QuoteStatus.VERIFIED:
-            continue
-        quote = " ".join(check.quote.split())
-        quote = quote if len(quote) <= 80 else quote[:77] + "..."
-        cited = f" [p. {check.label}]" if check.label else ""
+    def finding(check: CitationCheck) -> str:
         if check.status is QuoteStatus.OTHER_PAGE and check.found_on:
             where = ", ".join(doc.pages[n - 1].label for n in check.found_on[:3])
-            lines.append(f'> - "{quote}"{cited}: not on the cited page; found on p. {where}')
-        else:
-            lines.append(f'> - "{quote}"{cited}: not found in the document')
-    if not lines:
-        return ""
-    return "\n> **Unverified quotes**\n>\n" + "\n".join(lines) + "\n"
+            return f"not on the cited page; found on p. {where}"
+        return "not found in the document"
+
+    return _unverified_note(checks, lambda c: f" [p. {c.label}]" if c.label else "", finding)
 
 
 def flag_set_quotes(checks: list[CitationCheck], docset: DocumentSet) -> str:
     """The "Unverified quotes" note of a set's answer: each quote with where it really is."""
+    from desktop.answering.citations import QuoteStatus
+
+    def finding(check: CitationCheck) -> str:
+        member = docset.member(check.document or "")
+        if check.status is QuoteStatus.OTHER_PAGE and check.found_on and member is not None:
+            where = ", ".join(member.document.pages[n - 1].label for n in check.found_on[:3])
+            return f"not on the cited page; found on p. {where}"
+        if check.status is QuoteStatus.OTHER_DOCUMENT and check.found_in:
+            where = "; ".join(
+                f"{letter} p. " + ", ".join(_label(docset, letter, n) for n in pages[:3])
+                for letter, pages in check.found_in
+            )
+            return f"not in that document; found in {where}"
+        return "not found in the documents"
+
+    def cited(check: CitationCheck) -> str:
+        return f" [{check.document} p. {check.label}]" if check.document and check.label else ""
+
+    return _unverified_note(checks, cited, finding)
+
+
+def _unverified_note(
+    checks: list[CitationCheck],
+    cited: Callable[[CitationCheck], str],
+    finding: Callable[[CitationCheck], str],
+) -> str:
+    """The "Unverified quotes" note: each quote not verified (shortened), the citation it
+    carries (``cited``) and what checking found (``finding``); "" when there is none."""
     from desktop.answering.citations import QuoteStatus
 
     lines = []
@@ -151,19 +170,7 @@ def flag_set_quotes(checks: list[CitationCheck], docset: DocumentSet) -> str:
             continue
         quote = " ".join(check.quote.split())
         quote = quote if len(quote) <= 80 else quote[:77] + "..."
-        cited = f" [{check.document} p. {check.label}]" if check.document and check.label else ""
-        member = docset.member(check.document or "")
-        if check.status is QuoteStatus.OTHER_PAGE and check.found_on and member is not None:
-            where = ", ".join(member.document.pages[n - 1].label for n in check.found_on[:3])
-            lines.append(f'> - "{quote}"{cited}: not on the cited page; found on p. {where}')
-        elif check.status is QuoteStatus.OTHER_DOCUMENT and check.found_in:
-            where = "; ".join(
-                f"{letter} p. " + ", ".join(_label(docset, letter, n) for n in pages[:3])
-                for letter, pages in check.found_in
-            )
-            lines.append(f'> - "{quote}"{cited}: not in that document; found in {where}')
-        else:
-            lines.append(f'> - "{quote}"{cited}: not found in the documents')
+        lines.append(f'> - "{quote}"{cited(check)}: {finding(check)}')
     if not lines:
         return ""
     return "\n> **Unverified quotes**\n>\n" + "\n".join(lines) + "\n"

@@ -11,15 +11,12 @@ from typing import Any
 from desktop.cli.commands import add_command
 from desktop.cli.options import add_server_options
 from desktop.errors import (
-    COMMON_EXIT_CODES,
-    EXIT_DOCUMENT,
-    EXIT_REQUEST_FAILED,
-    EXIT_SERVER_UNAVAILABLE,
+    ASKING_EXIT_CODES,
     UsageError,
     display_path,
 )
 
-EXIT_CODES = (*COMMON_EXIT_CODES, EXIT_DOCUMENT, EXIT_SERVER_UNAVAILABLE, EXIT_REQUEST_FAILED)
+EXIT_CODES = ASKING_EXIT_CODES
 
 
 def register(sub: Any) -> None:

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -737,31 +737,22 @@ def _answer(row: dict[str, Any]) -> StoredAnswer:
     citations = CheckedCitations.from_stored(extra.pop("citations", None))
     more = tuple(str(sha) for sha in extra.pop("more_documents", None) or ())
     return StoredAnswer(
-        id=row["id"],
-        document_sha=row["document_sha"],
-        question=row["question"],
-        model=row["model"],
-        prompt_version=row["prompt_version"],
+        **{name: row[name] for name in _ANSWER_COLUMNS},
         thinking=bool(row["thinking"]),
-        first_page=row["first_page"],
-        last_page=row["last_page"],
-        max_tokens=row["max_tokens"],
-        answer=row["answer"],
-        reasoning=row["reasoning"],
-        finish_reason=row["finish_reason"],
         status=AnswerStatus(row["status"]),
-        error=row["error"],
-        prompt_tokens=row["prompt_tokens"],
-        completion_tokens=row["completion_tokens"],
-        cached_tokens=row["cached_tokens"],
-        ttft_s=row["ttft_s"],
-        total_s=row["total_s"],
-        created_at=row["created_at"],
         extra=extra,
         citations=citations,
         more_documents=more,
         history=row.get("history") or "",
     )
+
+
+# The answer's fields that are its row's columns as stored; the others are converted above.
+_ANSWER_COLUMNS = tuple(
+    f.name
+    for f in fields(StoredAnswer)
+    if f.name not in {"thinking", "status", "extra", "citations", "more_documents", "history"}
+)
 
 
 # --- a damaged database ----------------------------------------------------------------

@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.answering.events import AnswerDelta, Stored
 from desktop.answering.service import Question
 from desktop.answers import CitationCheck
 from desktop.compare.align import Change, ChangeKind, Comparison, compare_documents
@@ -34,7 +33,7 @@ from desktop.documents.model import Document
 from desktop.session import Session
 from desktop.ui import tasks
 from desktop.ui.document_view import DocumentView
-from desktop.ui.set_answer import answer_html, summary
+from desktop.ui.set_answer import cited, show_events
 
 MARKS = {
     ChangeKind.ADDED: "+",
@@ -207,15 +206,9 @@ class CompareWindow(QWidget):
         )
 
     def _on_events(self, batch: list[Any]) -> None:
-        for event in batch:
-            if isinstance(event, AnswerDelta):
-                self._parts.append(event.text)
-                self.explanation_view.setPlainText("".join(self._parts))
-            elif isinstance(event, Stored):
-                answer = event.answer
-                self.checks = list(answer.citations.items) if answer.citations else []
-                self.explanation_view.setHtml(answer_html(answer.answer, self.checks))
-                self.quotes_label.setText(summary(self.checks))
+        checks = show_events(batch, self._parts, self.explanation_view, self.quotes_label)
+        if checks is not None:
+            self.checks = checks
 
     def _on_failed(self, exc: BaseException) -> None:
         self._finish()
@@ -227,9 +220,8 @@ class CompareWindow(QWidget):
 
     @Slot(QUrl)
     def _on_explanation_view_anchor_clicked(self, url: QUrl) -> None:
-        text = url.toString()
-        if text.startswith("cite:"):
-            self.open_citation(self.checks[int(text.removeprefix("cite:"))])
+        if (check := cited(url, self.checks)) is not None:
+            self.open_citation(check)
 
     def open_citation(self, check: CitationCheck) -> None:
         """Show a cited passage in its version's view (A: left, B: right)."""

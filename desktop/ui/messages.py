@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from functools import cache
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
@@ -89,21 +90,15 @@ class MessageBus(QObject):
             self._buffer.append(message)
 
 
-_bus: MessageBus | None = None
-
-
+@cache
 def bus() -> MessageBus:
     """The application's message bus (created on first use, on the UI thread)."""
-    global _bus
-    if _bus is None:
-        _bus = MessageBus()
-    return _bus
+    return MessageBus()
 
 
 def reset_bus() -> None:
     """Forget the bus (tests create one application window after another)."""
-    global _bus
-    _bus = None
+    bus.cache_clear()
 
 
 def describe(exc: BaseException) -> str:

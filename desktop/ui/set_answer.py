@@ -10,6 +10,10 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
+from PySide6.QtCore import QUrl
+from PySide6.QtWidgets import QLabel, QTextBrowser
+
+from desktop.answering.events import AnswerDelta, Stored
 from desktop.answers import CitationCheck, QuoteStatus
 
 MARKS = {
@@ -53,3 +57,30 @@ def summary(checks: Sequence[CitationCheck]) -> str:
     )
     missing = sum(c.status is QuoteStatus.NOT_FOUND for c in quoted)
     return f"Quotes: {verified} ✓ verified, {elsewhere} ⚠ elsewhere, {missing} ✗ not found."
+
+
+def show_events(
+    batch: Sequence[object], parts: list[str], view: QTextBrowser, label: QLabel
+) -> list[CitationCheck] | None:
+    """Show a batch of the answer's events: the text as it streams (kept in ``parts``),
+    then the stored answer with its citations as links and ``summary`` in ``label``.
+    The checked citations once the answer is stored (None before)."""
+    checks = None
+    for event in batch:
+        if isinstance(event, AnswerDelta):
+            parts.append(event.text)
+            view.setPlainText("".join(parts))
+        elif isinstance(event, Stored):
+            answer = event.answer
+            checks = list(answer.citations.items) if answer.citations else []
+            view.setHtml(answer_html(answer.answer, checks))
+            label.setText(summary(checks))
+    return checks
+
+
+def cited(url: QUrl, checks: Sequence[CitationCheck]) -> CitationCheck | None:
+    """The citation a ``cite:N`` link names (None for another link)."""
+    text = url.toString()
+    if not text.startswith("cite:"):
+        return None
+    return checks[int(text.removeprefix("cite:"))]

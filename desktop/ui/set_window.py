@@ -25,7 +25,6 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.answering.budget import plan_budget
-from desktop.answering.events import AnswerDelta, Stored
 from desktop.answering.prompt import document_share
 from desktop.answering.service import Question
 from desktop.answering.sets import DocumentSet, build_set
@@ -33,7 +32,7 @@ from desktop.answers import CitationCheck, StoredAnswer
 from desktop.documents.model import Document
 from desktop.session import Session
 from desktop.ui import messages, tasks
-from desktop.ui.set_answer import answer_html, summary
+from desktop.ui.set_answer import answer_html, cited, show_events, summary
 
 # One colour per letter (cycled), light enough for black text on it.
 SHARE_COLORS = ["#90caf9", "#a5d6a7", "#ffcc80", "#ce93d8", "#80cbc4", "#ef9a9a"]
@@ -215,15 +214,9 @@ class SetAskWindow(QWidget):
             self._task.cancel()
 
     def _on_events(self, batch: list[Any]) -> None:
-        for event in batch:
-            if isinstance(event, AnswerDelta):
-                self._parts.append(event.text)
-                self.answer_view.setPlainText("".join(self._parts))
-            elif isinstance(event, Stored):
-                answer = event.answer
-                self.checks = list(answer.citations.items) if answer.citations else []
-                self.answer_view.setHtml(answer_html(answer.answer, self.checks))
-                self.quotes_label.setText(summary(self.checks))
+        checks = show_events(batch, self._parts, self.answer_view, self.quotes_label)
+        if checks is not None:
+            self.checks = checks
 
     def _on_done(self, _: None) -> None:
         self._finish()
@@ -240,11 +233,8 @@ class SetAskWindow(QWidget):
 
     @Slot(QUrl)
     def _on_answer_view_anchor_clicked(self, url: QUrl) -> None:
-        text = url.toString()
-        if not text.startswith("cite:"):
-            return
-        check = self.checks[int(text.removeprefix("cite:"))]
-        self.open_citation(check)
+        if (check := cited(url, self.checks)) is not None:
+            self.open_citation(check)
 
     def open_citation(self, check: CitationCheck) -> None:
         """Open the cited document at the cited page, the quote highlighted if it is there."""

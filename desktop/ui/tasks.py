@@ -30,6 +30,7 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable, Iterator
+from functools import cache
 from typing import Any, Generic, TypeVar
 
 from PySide6.QtCore import QObject, QThreadPool, Signal, Slot
@@ -108,15 +109,10 @@ class _Relay(QObject):
             task._deliver_events()
 
 
-_relay: _Relay | None = None
-
-
+@cache
 def _the_relay() -> _Relay:
     """The relay, made on first use (always on the UI thread: tasks start there)."""
-    global _relay
-    if _relay is None:
-        _relay = _Relay()
-    return _relay
+    return _Relay()
 
 
 class Task(QObject, Generic[T]):

@@ -18,11 +18,12 @@ import socket
 import subprocess
 import sys
 import tarfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.support import waiting
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_IMAGE = "localhost/longdoc-test-sglang:2"
@@ -199,29 +200,15 @@ def container_profile(home: Path, model_dir: Path, test_image: str) -> ProfileMa
         **overrides: object,
     ) -> dict[str, object]:
         values: dict[str, object] = {
+            **_test_server(
+                model_dir, server_args(startup_delay, server_extra), restarts=2, backoff_max_s=2
+            ),
             "kind": "container",
-            "gpu_vendor": "none",
             "runtime": "podman",
             "image": test_image,
-            # The venv's interpreter works inside because its paths are mounted at the
-            # same places (host_mounts).
-            "command": [sys.executable, "-m", "tests.support.sglang_server"],
-            "workdir": str(ROOT),
-            "engine_args": server_args(startup_delay, server_extra),
-            "model_dir": str(model_dir),
-            "served_model_name": TEST_MODEL,
-            "port": free_port(),
             "devices": [],
             "extra_runtime_args": RUNTIME_ARGS,
             "mounts": host_mounts(),
-            "ready_timeout_s": 30,
-            "grace_period_s": 5,
-            "restart": {
-                "max_restarts": 2,
-                "window_s": 60,
-                "backoff_base_s": 0.5,
-                "backoff_max_s": 2,
-            },
         }
         values.update(overrides)
         write_profile(home, name, values)
@@ -230,28 +217,39 @@ def container_profile(home: Path, model_dir: Path, test_image: str) -> ProfileMa
     return make
 
 
+def _test_server(
+    model_dir: Path, engine_args: list[str], *, restarts: int, backoff_max_s: float
+) -> dict[str, object]:
+    """A profile's keys for the test server (no GPU), in a container or not: it runs the
+    venv's interpreter, which works inside because its paths are mounted at the same
+    places (host_mounts); ``restarts`` after a crash at most."""
+    return {
+        "gpu_vendor": "none",
+        "command": [sys.executable, "-m", "tests.support.sglang_server"],
+        "workdir": str(ROOT),
+        "engine_args": engine_args,
+        "model_dir": str(model_dir),
+        "served_model_name": TEST_MODEL,
+        "port": free_port(),
+        "ready_timeout_s": 30,
+        "grace_period_s": 5,
+        "restart": {
+            "max_restarts": restarts,
+            "window_s": 60,
+            "backoff_base_s": 0.5,
+            "backoff_max_s": backoff_max_s,
+        },
+    }
+
+
 @pytest.fixture
 def native_profile(home: Path, model_dir: Path) -> ProfileMaker:
     """Write a native profile running the test server as a host process."""
 
     def make(name: str = "native-test", **overrides: object) -> dict[str, object]:
         values: dict[str, object] = {
+            **_test_server(model_dir, server_args(0.5), restarts=1, backoff_max_s=1),
             "kind": "native",
-            "gpu_vendor": "none",
-            "command": [sys.executable, "-m", "tests.support.sglang_server"],
-            "workdir": str(ROOT),
-            "engine_args": server_args(0.5),
-            "model_dir": str(model_dir),
-            "served_model_name": TEST_MODEL,
-            "port": free_port(),
-            "ready_timeout_s": 30,
-            "grace_period_s": 5,
-            "restart": {
-                "max_restarts": 1,
-                "window_s": 60,
-                "backoff_base_s": 0.5,
-                "backoff_max_s": 1,
-            },
         }
         values.update(overrides)
         write_profile(home, name, values)
@@ -299,11 +297,5 @@ def managed_home(home: Path) -> Iterator[Path]:
 
 
 def wait_for(predicate: Callable[[], object], timeout: float = 30, what: str = "") -> object:
-    """Poll until ``predicate()`` is truthy; return its value."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what or predicate}")
+    """Poll until ``predicate()`` is truthy (every 0.2 s: it may ask a runtime); its value."""
+    return waiting.wait_for(predicate, timeout, what, interval=0.2)

@@ -19,6 +19,7 @@ from desktop.store.db import Store
 from tests.conftest import API_KEY, CORPUS_DIR, make_document
 from tests.e2e.conftest import ProfileMaker
 from tests.support.cli import LONGDOC, ROOT, environment, longdoc
+from tests.support.schemas import ASK_JSON_KEYS
 from tests.support.sglang_server import FakeSGLang
 
 # The real program from this tree (the installed `longdoc` script may point at another).
@@ -136,19 +137,7 @@ def test_ask_streams_then_answers_from_cache(sglang: FakeSGLang, home: Path) -> 
     assert data["model"] == "Qwen/Qwen3.5-35B-A3B"
     assert data["finish_reason"] == "stop"
     assert "truncated" not in data  # only a truncated answer says so
-    assert set(data) == {
-        "document",
-        "question",
-        "answer",
-        "reasoning",
-        "from_cache",
-        "model",
-        "finish_reason",
-        "usage",
-        "timings",
-        "citations",
-        "thread_id",
-    }
+    assert set(data) == set(ASK_JSON_KEYS)
     # The server's answer: "See [p. 1] and [p. 4]. It opens with "<8 words>" [p. 1]."
     assert [c["status"] for c in data["citations"]] == ["unquoted", "unquoted", "verified"]
     before = chats(sglang)

@@ -3,31 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import API_KEY, ROOT
+from tests.conftest import API_KEY
+from tests.support.cli import longdoc, one_error
 from tests.support.contracts import contract_pair, lay_out
 from tests.support.pdf_maker import write_pdf
 from tests.support.sglang_server import FakeSGLang
-
-
-def longdoc(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "LONGDOC_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    for var in ("LONGDOC_ENDPOINT", "LONGDOC_MODEL", "LONGDOC_API_KEY"):
-        env.pop(var, None)
-    return subprocess.run(
-        [sys.executable, "-m", "desktop.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        cwd=ROOT,
-    )
 
 
 @pytest.fixture
@@ -38,12 +22,6 @@ def versions(tmp_path: Path) -> tuple[str, str]:
     draft = write_pdf(tmp_path / "draft.pdf", [p.split("\n") for p in a], title="Draft")
     signed = write_pdf(tmp_path / "signed.pdf", [p.split("\n") for p in b], title="Signed")
     return str(draft), str(signed)
-
-
-def one_error(result: subprocess.CompletedProcess[str]) -> str:
-    assert "Traceback" not in result.stderr
-    [line] = [ln for ln in result.stderr.splitlines() if ln.startswith("Error: ")]
-    return line
 
 
 def test_compare_json_lists_the_planted_changes_without_a_server(

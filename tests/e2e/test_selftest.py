@@ -3,33 +3,33 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 from desktop.selftest import DEPTHS, build_haystack, load_reports, parse_lengths, summary
 from tests.conftest import API_KEY
+from tests.support.cli import longdoc
 from tests.support.sglang_server import FakeSGLang
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def selftest(home: Path, server: FakeSGLang, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "LONGDOC_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "desktop.cli.main", "server", "selftest", "--json",
-         "--endpoint", server.url, "--api-key", API_KEY, *args],
-        capture_output=True, text=True, env=env, timeout=300, check=False,
-    )  # fmt: skip
+    return longdoc("server", "selftest", "--json", *args, home=home, server=server, api_key=API_KEY)
+
+
+def recall(home: Path, context: int, horizon: float, lengths: str) -> tuple[int, Any]:
+    """The exit code and report of a selftest at ``lengths`` against a server of this
+    context whose model finds the needles in the first ``horizon`` of the prompt."""
+    with FakeSGLang(api_key=API_KEY, context_length=context) as server:
+        server.behaviour.update(needle_horizon=horizon)
+        done = selftest(home, server, "--lengths", lengths)
+    assert done.stdout, done.stderr
+    return done.returncode, json.loads(done.stdout)
 
 
 def test_full_recall_skips_lengths_past_the_context_and_reports_the_cache(home: Path) -> None:
-    with FakeSGLang(api_key=API_KEY, context_length=40_000) as server:
-        server.behaviour.update(needle_horizon=1.0)
-        done = selftest(home, server, "--lengths", "8k,20k,64k")
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    code, report = recall(home, 40_000, 1.0, "8k,20k,64k")
+    assert code == 0
     by_length = {item["length"]: item for item in report["lengths"]}
     assert by_length[8000]["recall_fraction"] == 1.0
     assert by_length[20000]["recall_fraction"] == 1.0
@@ -48,14 +48,11 @@ def test_full_recall_skips_lengths_past_the_context_and_reports_the_cache(home: 
 
 
 def test_a_server_that_misses_late_needles_loses_recall_where_it_should(home: Path) -> None:
-    with FakeSGLang(api_key=API_KEY, context_length=262_144) as server:
-        server.behaviour.update(needle_horizon=0.6)
-        done = selftest(home, server, "--lengths", "16k")
-    assert done.returncode == 7, done.stderr
-    report = json.loads(done.stdout)
-    recall = report["lengths"][0]["recall"]
-    assert recall["0%"] and recall["25%"] and recall["50%"]
-    assert not recall["75%"] and not recall["100%"]
+    code, report = recall(home, 262_144, 0.6, "16k")
+    assert code == 7
+    found = report["lengths"][0]["recall"]
+    assert found["0%"] and found["25%"] and found["50%"]
+    assert not found["75%"] and not found["100%"]
     assert report["full_recall"] is False
 
 

@@ -35,22 +35,9 @@ from tests.e2e.conftest import (
     write_profile,
 )
 from tests.support.cli import longdoc
+from tests.support.schemas import SERVER_STATUS_KEYS
 
 pytestmark = [pytest.mark.container, pytest.mark.slow]
-
-STATUS_KEYS = {
-    "profile",
-    "state",
-    "stage",
-    "endpoint",
-    "model",
-    "container",
-    "restarts",
-    "gpus",
-    "metrics",
-    "error",
-    "outcome",
-}
 
 
 def manager(home: Path, profile: str = "test") -> ServerManager:
@@ -161,7 +148,7 @@ def test_start_ready_in_order_secure_and_status(
     result = longdoc("server", "status", "--json", "--profile", "test", home=managed_home)
     assert result.returncode == 0, result.stderr
     status = json.loads(result.stdout)
-    assert set(status) == STATUS_KEYS
+    assert set(status) == set(SERVER_STATUS_KEYS)
     assert status["state"] == "ready"
     assert status["stage"] == "ready"
     assert status["endpoint"] == connection.url

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,45 +10,16 @@ from typing import Any
 import pytest
 
 from desktop.documents import tokens
-from tests.conftest import API_KEY, ROOT
-from tests.support.documents import contract_docx, meeting_vtt
-from tests.support.pdf_maker import write_pdf
+from tests.conftest import API_KEY
+from tests.support.cli import json_output, longdoc, one_error
+from tests.support.documents import three_kinds
 from tests.support.sglang_server import FakeSGLang
-
-
-def longdoc(*args: str, home: Path, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    """This tree's CLI (``python -m``), not the installed console script."""
-    env = {**os.environ, "LONGDOC_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    for var in ("LONGDOC_ENDPOINT", "LONGDOC_MODEL", "LONGDOC_API_KEY"):
-        env.pop(var, None)
-    return subprocess.run(
-        [sys.executable, "-m", "desktop.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        cwd=cwd,
-    )
 
 
 @pytest.fixture
 def docs(tmp_path: Path) -> list[str]:
     """A PDF with printed labels, a Word contract and a meeting transcript."""
-    pdf = write_pdf(
-        tmp_path / "report.pdf",
-        [
-            ["Preface. The board met in January."],
-            ["Revenue rose to 12 million euros in the year."],
-            ["Outlook. Hiring resumes in March."],
-        ],
-        labels=["i", "1", "2"],
-        title="Annual report",
-    )
-    return [
-        str(pdf),
-        str(contract_docx(tmp_path / "contract.docx")),
-        str(meeting_vtt(tmp_path / "meeting.vtt")),
-    ]
+    return [str(path) for path in three_kinds(tmp_path)]
 
 
 ANSWER = (
@@ -63,26 +31,11 @@ ANSWER = (
 
 
 def ask(server: FakeSGLang, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return longdoc(
-        "ask", *args, "--endpoint", server.url, "--api-key", API_KEY, "--no-think", home=home
-    )
+    return longdoc("ask", *args, "--no-think", home=home, server=server, api_key=API_KEY)
 
 
 def ask_json(server: FakeSGLang, home: Path, *args: str) -> dict[str, Any]:
-    result = ask(server, home, *args, "--json")
-    assert result.returncode == 0, result.stderr
-    data: dict[str, Any] = json.loads(result.stdout)
-    return data
-
-
-def chats(server: FakeSGLang) -> list[Any]:
-    return [r.body for r in server.requests if r.path.endswith("/chat/completions")]
-
-
-def one_error(result: subprocess.CompletedProcess[str]) -> str:
-    assert "Traceback" not in result.stderr
-    [line] = [ln for ln in result.stderr.splitlines() if ln.startswith("Error: ")]
-    return line
+    return json_output(ask(server, home, *args, "--json"))
 
 
 def test_a_set_of_three_kinds_is_asked_whole_and_checked_per_document(
@@ -90,7 +43,7 @@ def test_a_set_of_three_kinds_is_asked_whole_and_checked_per_document(
 ) -> None:
     sglang.behaviour.answer_text = ANSWER
     data = ask_json(sglang, home, *docs, "What do they say?")
-    [body] = chats(sglang)
+    [body] = sglang.chat_bodies
     system = body["messages"][0]["content"]
     heads = [system.index(f'<document id="{x}">') for x in "ABC"]
     assert heads == sorted(heads)
@@ -136,7 +89,7 @@ def test_follow_ups_on_a_set_keep_its_documents_and_ranges(
     first = ask_json(sglang, home, *docs[:2], "First?", "--pages", "A:1..2")
     follow = ask_json(sglang, home, *docs[:2], "And then?", "--follow-up")
     assert follow["thread_id"] == first["thread_id"]
-    first_body, follow_body = chats(sglang)
+    first_body, follow_body = sglang.chat_bodies
     # The earlier turn goes after the set, which stays a byte-identical prefix.
     assert follow_body["messages"][0] == first_body["messages"][0]
     assert follow_body["messages"][1]["content"] == first_body["messages"][1]["content"]
@@ -144,7 +97,7 @@ def test_follow_ups_on_a_set_keep_its_documents_and_ranges(
     assert "of document A, pages 2-3 of 3" in first_body["messages"][1]["content"]
     by_id = ask_json(sglang, home, *docs[:2], "Third?", "--thread", str(first["thread_id"]))
     assert by_id["thread_id"] == first["thread_id"]
-    assert len(chats(sglang)[-1]["messages"]) == 6
+    assert len(sglang.chat_bodies[-1]["messages"]) == 6
     # Another range on a follow-up is refused; another set has no thread yet.
     refused = ask(sglang, home, *docs[:2], "Q?", "--follow-up", "--pages", "A:1")
     assert refused.returncode == 2
@@ -168,7 +121,7 @@ def test_bad_sets_are_refused_before_anything_is_sent(
         result = ask(sglang, home, *args)
         assert result.returncode == code, (args, result.stderr)
         assert words in one_error(result), args
-    assert chats(sglang) == []
+    assert sglang.chat_bodies == []
 
 
 @pytest.fixture
@@ -186,7 +139,7 @@ def test_a_set_too_large_names_each_documents_tokens(
     for letter, path in zip("ABC", docs, strict=True):
         assert f"{letter} {path} " in line
     assert "need" in line and "drop document B or C" in line
-    assert chats(small_server) == []
+    assert small_server.chat_bodies == []
     # What it suggests fits.
     fits = ask(small_server, home, *docs[:2], "Q?")
     assert fits.returncode == 0, fits.stderr

@@ -110,3 +110,14 @@ def ask(window: MainWindow, qtbot: object, question: str, timeout: int = 30_000)
     with qtbot.waitSignal(panel.answer_finished, timeout=timeout) as blocker:  # type: ignore[attr-defined]
         assert panel.ask()
     return blocker.args[0]
+
+
+def current_result_page(window: MainWindow) -> int | None:
+    """The 1-based page of the view's current (highlighted) search result, if any."""
+    from PySide6.QtCore import QModelIndex
+
+    view = window.doc_view
+    index = view.pdf_view.currentSearchResultIndex()
+    if not 0 <= index < view.search.rowCount(QModelIndex()):
+        return None
+    return view.search.resultAtIndex(index).page() + 1

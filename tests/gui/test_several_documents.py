@@ -17,7 +17,7 @@ from desktop.ui.set_window import SetAskWindow
 from tests.gui.test_asking import anchor_position
 from tests.gui.test_quote_highlight import highlighted_text
 from tests.support.contracts import contract_pair, lay_out
-from tests.support.documents import contract_docx, meeting_vtt
+from tests.support.documents import three_kinds
 from tests.support.pdf_maker import write_pdf
 from tests.support.sglang_server import FakeSGLang
 
@@ -47,17 +47,7 @@ def click_href(qtbot: QtBot, browser: object, href: str) -> None:
 def test_ask_about_these_documents_end_to_end(
     window: MainWindow, qtbot: QtBot, sglang: FakeSGLang, tmp_path: Path
 ) -> None:
-    pdf = write_pdf(
-        tmp_path / "report.pdf",
-        [
-            ["Preface. The board met in January."],
-            ["Revenue rose to 12 million euros in the year."],
-            ["Outlook. Hiring resumes in March."],
-        ],
-        labels=["i", "1", "2"],
-        title="Annual report",
-    )
-    paths = [pdf, contract_docx(tmp_path / "contract.docx"), meeting_vtt(tmp_path / "m.vtt")]
+    paths = three_kinds(tmp_path)
     window.add_paths(paths)
     library = window.library
     qtbot.waitUntil(lambda: library.model.total == 3 and not library.ingesting, timeout=30_000)

@@ -4,11 +4,12 @@ server settings leaking in from the environment."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 ROOT = Path(__file__).resolve().parents[2]
 LONGDOC = (sys.executable, "-m", "desktop.cli.main")
@@ -61,3 +62,17 @@ def longdoc(
         input=input,
         check=False,
     )
+
+
+def json_output(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    """The JSON object a command that succeeded printed (``--json``)."""
+    assert result.returncode == 0, result.stderr
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def one_error(result: subprocess.CompletedProcess[str]) -> str:
+    """The one ``Error:`` line a failed command printed (and no traceback)."""
+    assert "Traceback" not in result.stderr, result.stderr
+    [line] = [ln for ln in result.stderr.splitlines() if ln.startswith("Error: ")]
+    return line

@@ -4,6 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.support.pdf_maker import write_pdf
+
+# A short contract as (label, text) pages: a preface and contents labelled i, ii, then 1-3.
+CONTRACT_PAGES = [
+    ("i", "Preface. This contract is between Alpha Ltd and Beta GmbH."),
+    ("ii", "Contents: definitions, term, termination, liability."),
+    ("1", "Definitions. Services means the consulting described in Annex A."),
+    ("2", "Term. The agreement runs for 24 months from the effective date."),
+    ("3", "Liability is capped at EUR 2,000,000 except for gross negligence."),
+]
+
 MEETING_VTT = """\
 WEBVTT - Budget review
 
@@ -98,3 +109,26 @@ def scanned_pdf(path: Path, corpus: Path) -> Path:
             scan.close()
             pdf.close()
     return path
+
+
+def annual_report_pdf(path: Path) -> Path:
+    """A three-page PDF whose pages are labelled i, 1, 2 (a preface, then the report)."""
+    return write_pdf(
+        path,
+        [
+            ["Preface. The board met in January."],
+            ["Revenue rose to 12 million euros in the year."],
+            ["Outlook. Hiring resumes in March."],
+        ],
+        labels=["i", "1", "2"],
+        title="Annual report",
+    )
+
+
+def three_kinds(folder: Path) -> list[Path]:
+    """A set of three kinds: the annual report (PDF), a Word contract, a meeting (WebVTT)."""
+    return [
+        annual_report_pdf(folder / "report.pdf"),
+        contract_docx(folder / "contract.docx"),
+        meeting_vtt(folder / "meeting.vtt"),
+    ]

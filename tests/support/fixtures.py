@@ -19,3 +19,12 @@ def store(home: Path) -> Iterator[Store]:
     result = Store(db_path())
     yield result
     result.close()
+
+
+@pytest.fixture(autouse=True)
+def _close_answerers() -> Iterator[None]:
+    """Every test's answerers (``tests.support.answers.answerer_for``) closed at its end."""
+    from tests.support.answers import close_answerers
+
+    yield
+    close_answerers()

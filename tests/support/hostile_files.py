@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests.support.documents import contract_docx
+from tests.support.pdf_maker import write_objects
 
 GIB = 1 << 30
 
@@ -96,20 +97,18 @@ _ENTITY_BOMB = (
 
 def docx_doctype_after_comment(path: Path) -> Path:
     """A .docx whose document.xml declares an entity bomb after a 5 KB comment."""
-
-    def replace(name: str, data: bytes) -> bytes:
-        if name != "word/document.xml":
-            return data
-        text = data.decode("utf-8")
-        decl_end = text.index("?>") + 2
-        body = text[decl_end:].replace("<w:t>", "<w:t>&i;", 1)
-        return (text[:decl_end] + "<!--" + "x" * 5000 + "-->" + _ENTITY_BOMB + body).encode()
-
-    return _docx_with(path, replace)
+    return _docx_bomb(path, lambda decl: decl + "<!--" + "x" * 5000 + "-->", "utf-8")
 
 
 def docx_doctype_utf16(path: Path) -> Path:
     """A .docx whose document.xml is UTF-16 and declares an entity bomb at its start."""
+    head = '<?xml version="1.0" encoding="UTF-16" standalone="yes"?>'
+    return _docx_bomb(path, lambda _decl: head, "utf-16")
+
+
+def _docx_bomb(path: Path, head: Callable[[str], str], encoding: str) -> Path:
+    """A .docx whose document.xml declares ``_ENTITY_BOMB`` after ``head(its XML
+    declaration)`` and uses it in its first text run, written in ``encoding``."""
 
     def replace(name: str, data: bytes) -> bytes:
         if name != "word/document.xml":
@@ -117,8 +116,7 @@ def docx_doctype_utf16(path: Path) -> Path:
         text = data.decode("utf-8")
         decl_end = text.index("?>") + 2
         body = text[decl_end:].replace("<w:t>", "<w:t>&i;", 1)
-        head = '<?xml version="1.0" encoding="UTF-16" standalone="yes"?>'
-        return (head + _ENTITY_BOMB + body).encode("utf-16")
+        return (head(text[:decl_end]) + _ENTITY_BOMB + body).encode(encoding)
 
     return _docx_with(path, replace)
 
@@ -145,17 +143,4 @@ def pdf_flate_bomb(path: Path, inflated: int = 1400 * (1 << 20)) -> Path:
         b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]
-    out = bytearray(b"%PDF-1.7\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % off for off in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    path.write_bytes(bytes(out))
-    return path
+    return write_objects(path, objects, root=1)

@@ -61,6 +61,12 @@ def write_pdf(
         catalog += b" /PageLabels << /Nums [%s] >>" % nums
     root = add(catalog + b" >>")
     info = add(b"<< /Title %s >>" % pdf_text(title)) if title is not None else None
+    return write_objects(path, objects, root, info)
+
+
+def write_objects(path: Path, objects: list[bytes], root: int, info: int | None = None) -> Path:
+    """Write a PDF of these numbered objects (1-based): the cross-reference table, and a
+    trailer naming the catalog ``root`` (and the ``info`` dictionary)."""
     out = bytearray(b"%PDF-1.7\n")
     offsets = []
     for number, body in enumerate(objects, start=1):
@@ -297,22 +303,8 @@ def write_form_pdf(path: Path, pages: list[FormPage], *, title: str | None = Non
         )
     root = add(catalog + b" >>")
     info = add(b"<< /Title %s >>" % pdf_text(title)) if title is not None else None
-    out = bytearray(b"%PDF-1.7\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        assert body is not None
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    for offset in offsets:
-        out += b"%010d 00000 n \n" % offset
-    trailer = b"<< /Size %d /Root %d 0 R" % (len(objects) + 1, root)
-    if info is not None:
-        trailer += b" /Info %d 0 R" % info
-    out += b"trailer\n%s >>\nstartxref\n%d\n%%%%EOF\n" % (trailer, xref)
-    path.write_bytes(bytes(out))
-    return path
+    assert all(body is not None for body in objects)
+    return write_objects(path, [body for body in objects if body is not None], root, info)
 
 
 def filled_form(number: int) -> FormPage:
@@ -385,19 +377,4 @@ def write_content_pdf(path: Path, pages: list[list[bytes]]) -> Path:
     kids = b" ".join(b"%d 0 R" % i for i in page_ids)
     objects.append(b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, len(page_ids)))
     objects.append(b"<< /Type /Catalog /Pages %d 0 R >>" % pages_id)
-    out = bytearray(b"%PDF-1.7\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    for offset in offsets:
-        out += b"%010d 00000 n \n" % offset
-    out += b"trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        len(objects),
-        xref,
-    )
-    path.write_bytes(bytes(out))
-    return path
+    return write_objects(path, objects, root=len(objects))

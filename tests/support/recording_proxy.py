@@ -1,10 +1,25 @@
-"""An HTTP proxy for tests that records every request it gets and answers 502."""
+"""HTTP servers of tests' own on loopback: any handler (``serving``), and a proxy that
+records every request it gets and answers 502 (``RecordingProxy``)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+
+@contextlib.contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """``handler`` answering on a free loopback port while the block runs: its base URL."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 class RecordingProxy:

@@ -6,8 +6,6 @@ import http.server
 import json
 import os
 import socket
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +14,8 @@ import pytest
 from desktop import doctor
 from desktop.doctor import Check, Context, run_checks
 from tests.conftest import API_KEY
+from tests.support.cli import longdoc
+from tests.support.recording_proxy import serving
 from tests.support.sglang_server import FakeSGLang
 
 
@@ -206,12 +206,8 @@ class _NoContextHandler(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def no_context_server() -> Iterator[str]:
     """An OpenAI-compatible server whose model card has no max_model_len."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NoContextHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(_NoContextHandler) as url:
+        yield url
 
 
 def test_server_without_context_length_is_a_warning_naming_the_setting(
@@ -254,19 +250,9 @@ def test_no_display_is_a_warning() -> None:
 
 
 def test_cli_json_shape_and_exit_code(home: Path, tmp_path: Path) -> None:
-    import subprocess
-
     native(home, tmp_path / "absent")
     (home / "longdoc.toml").write_text('profile = "t"\n')
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run(
-        [sys.executable, "-m", "desktop.cli.main", "doctor", "--json"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "LONGDOC_HOME": str(home), "PYTHONPATH": str(root)},
-        timeout=120,
-        check=False,
-    )
+    done = longdoc("doctor", "--json", home=home)
     assert done.returncode == 7, done.stderr
     checks = json.loads(done.stdout)["checks"]
     assert all(set(c) == {"name", "status", "detail", "fix"} for c in checks)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
@@ -34,6 +35,13 @@ from tests.support.sglang_server.template import (
     thinking_enabled,
 )
 from tests.support.sglang_server.tokens import decode, encode
+
+
+@dataclass
+class _Run:
+    """What became of a running request: aborted (stopped, or the client went away)."""
+
+    aborted: bool = False
 
 
 @dataclass
@@ -158,28 +166,14 @@ class GenerationHandler(HandlerBase):
             rid = f"chatcmpl-{uuid.uuid4().hex}"  # vLLM takes no rid
         gen = self._plan(rid, body, prompt, prompt_ids, messages, enable_thinking, max_tokens)
         gen.stream = stream
-        with fake._lock:
-            fake.metrics.running += 1
-            fake.metrics.peak_running = max(fake.metrics.peak_running, fake.metrics.running)
-            fake.metrics.running_tokens += n
-            fake.metrics.num_requests += 1
-            fake.metrics.prompt_tokens += n
-            fake.metrics.cached_tokens += gen.cached_tokens
-        aborted = False
-        try:
+        with self._running(gen, chat=True) as run:
             if fake.flavor != "vllm" and n > fake.max_req_input_len:
-                aborted = True
+                run.aborted = True
                 self._scheduler_reject(gen, n)
                 return
-            aborted = self._stream(gen, prompt_ids) if stream else self._complete(gen, prompt_ids)
-        except (ClientGone, *CONNECTION_ERRORS):
-            aborted = True
-            self.close_connection = True
-        finally:
-            with fake._lock:
-                fake.metrics.running -= 1
-                fake.metrics.running_tokens -= n
-            fake.unregister(gen.rid, aborted)
+            run.aborted = (
+                self._stream(gen, prompt_ids) if stream else self._complete(gen, prompt_ids)
+            )
 
     def _prefill_request(self, body: Any, native: bool) -> None:
         """A raw prompt (no chat template), answered with a few tokens and no streaming.
@@ -245,17 +239,10 @@ class GenerationHandler(HandlerBase):
             completion_tokens=generated,
             abort=fake.register(rid),
         )
-        with fake._lock:
-            fake.metrics.running += 1
-            fake.metrics.running_tokens += n
-            fake.metrics.num_requests += 1
-            fake.metrics.prompt_tokens += n
-            fake.metrics.cached_tokens += gen.cached_tokens
         started = time.monotonic()
-        aborted = False
-        try:
+        with self._running(gen, chat=False) as run:
             self._prefill(gen, prompt_ids)
-            aborted = gen.abort.is_set() or fake._stopping.is_set()
+            aborted = run.aborted = gen.abort.is_set() or fake._stopping.is_set()
             self._finish_metrics(gen, 0 if aborted else generated, started)
             finish = "abort" if aborted else "length"
             out_text = "" if aborted else "".join(p.text for p in output)
@@ -275,32 +262,36 @@ class GenerationHandler(HandlerBase):
                     },
                 )
             else:
-                self._json(
-                    200,
-                    {
-                        "id": rid,
-                        "object": "text_completion",
-                        "created": gen.created,
-                        "model": gen.model,
-                        "choices": [
-                            {
-                                "index": 0,
-                                "text": out_text,
-                                "logprobs": None,
-                                "finish_reason": finish,
-                            }
-                        ],
-                        "usage": self._usage(gen, 0 if aborted else generated),
-                    },
-                )
+                choice = {"index": 0, "text": out_text, "logprobs": None, "finish_reason": finish}
+                completion = _envelope(gen, "text_completion", choice)
+                completion["usage"] = self._usage(gen, 0 if aborted else generated)
+                self._json(200, completion)
+
+    @contextlib.contextmanager
+    def _running(self, gen: _Generation, *, chat: bool) -> Iterator[_Run]:
+        """Count ``gen`` as running (a chat also in the peak) while the body answers it;
+        then unregister it, aborted when the body says so or the client went away."""
+        fake = self.fake
+        n = gen.prompt_tokens
+        with fake._lock:
+            fake.metrics.running += 1
+            if chat:
+                fake.metrics.peak_running = max(fake.metrics.peak_running, fake.metrics.running)
+            fake.metrics.running_tokens += n
+            fake.metrics.num_requests += 1
+            fake.metrics.prompt_tokens += n
+            fake.metrics.cached_tokens += gen.cached_tokens
+        run = _Run()
+        try:
+            yield run
         except (ClientGone, *CONNECTION_ERRORS):
-            aborted = True
+            run.aborted = True
             self.close_connection = True
         finally:
             with fake._lock:
                 fake.metrics.running -= 1
                 fake.metrics.running_tokens -= n
-            fake.unregister(rid, aborted)
+            fake.unregister(gen.rid, run.aborted)
 
     def _plan(
         self,
@@ -467,14 +458,8 @@ class GenerationHandler(HandlerBase):
             message["reasoning_content"] = "".join(reasoning) if reasoning else None
             message["tool_calls"] = None
             choice["matched_stop"] = matched_stop
-        response: dict[str, Any] = {
-            "id": gen.rid,
-            "object": "chat.completion",
-            "created": gen.created,
-            "model": gen.model,
-            "choices": [choice],
-            "usage": self._usage(gen, generated if aborted else gen.completion_tokens),
-        }
+        response = _envelope(gen, "chat.completion", choice)
+        response["usage"] = self._usage(gen, generated if aborted else gen.completion_tokens)
         if fake.flavor == "new":
             response["metadata"] = {"weight_version": "default"}
         if fake.flavor == "openai":
@@ -501,13 +486,7 @@ class GenerationHandler(HandlerBase):
             choice["matched_stop"] = matched_stop
         elif flavor == "vllm":
             choice["stop_reason"] = None
-        chunk: dict[str, Any] = {
-            "id": gen.rid,
-            "object": "chat.completion.chunk",
-            "created": gen.created,
-            "model": gen.model,
-            "choices": [choice],
-        }
+        chunk = _envelope(gen, "chat.completion.chunk", choice)
         if flavor == "old":
             chunk["usage"] = None
         elif flavor == "openai":
@@ -621,3 +600,14 @@ class GenerationHandler(HandlerBase):
                 if gen.abort.is_set():
                     return
             yield piece
+
+
+def _envelope(gen: _Generation, kind: str, choice: dict[str, Any]) -> dict[str, Any]:
+    """The fields every OpenAI-style answer object starts with: one choice."""
+    return {
+        "id": gen.rid,
+        "object": kind,
+        "created": gen.created,
+        "model": gen.model,
+        "choices": [choice],
+    }

@@ -245,6 +245,12 @@ class FakeSGLang:
             del self.statuses[:-10_000]
 
     @property
+    def chat_bodies(self) -> list[Any]:
+        """The bodies of the chat requests received, oldest first."""
+        with self._lock:
+            return [r.body for r in self.requests if r.path.endswith("/chat/completions")]
+
+    @property
     def not_found(self) -> list[str]:
         """The paths answered 404: what an engine's log shows as probes it lacks."""
         with self._lock:

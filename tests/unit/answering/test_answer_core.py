@@ -4,24 +4,24 @@ answer is truncated; reads write nothing; the ``ask --json`` object comes from o
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from desktop.answering.ask_json import ask_json, document_json
 from desktop.answering.events import Event, Stored
-from desktop.answering.service import Answerer, Endpoint, Question, status_for
+from desktop.answering.service import Question, status_for
 from desktop.answers import AnswerStatus, QuoteStatus
-from desktop.config import Settings
 from desktop.documents.model import Document
 from desktop.errors import StorageError
 from desktop.store import db as store_db
 from desktop.store.db import AnswerKey, Store
-from tests.conftest import API_KEY, ROOT, make_document
+from tests.conftest import API_KEY, make_document
+from tests.support.answers import answerer_for
+from tests.support.cli import longdoc
+from tests.support.schemas import ASK_JSON_KEYS
 from tests.support.sglang_server import FakeSGLang
 
 PAGES = [
@@ -30,10 +30,6 @@ PAGES = [
     ("2", "Liability is capped at EUR 2,000,000 except for gross negligence."),
 ]
 QUOTED = 'The cap: "Liability is capped at EUR 2,000,000" [p. 2], and the term [p. 1].'
-
-
-def answerer_for(server: FakeSGLang, store: Store) -> Answerer:
-    return Answerer(store, Endpoint(server.url, API_KEY), Settings())
 
 
 def chats(server: FakeSGLang) -> int:
@@ -159,19 +155,7 @@ def test_a_single_document_answer_keeps_the_json_it_had(sglang: FakeSGLang, stor
     doc = stored_document(store)
     done = final(list(answerer_for(sglang, store).ask(Question(doc, "Term?"))))
     data = ask_json(done, "Term?", document_json(doc, "x.pdf"))
-    assert list(data) == [
-        "document",
-        "question",
-        "answer",
-        "reasoning",
-        "from_cache",
-        "model",
-        "finish_reason",
-        "usage",
-        "timings",
-        "citations",
-        "thread_id",
-    ]
+    assert tuple(data) == ASK_JSON_KEYS
     assert list(data["document"]) == ["path", "sha256", "title", "pages", "tokens"]
     assert "truncated" not in data and data["thread_id"] == done.thread_id
     # Extension points: present only when given.
@@ -181,12 +165,7 @@ def test_a_single_document_answer_keeps_the_json_it_had(sglang: FakeSGLang, stor
 
 
 def cli_ask(home: Path, server: FakeSGLang, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "LONGDOC_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    for var in ("LONGDOC_ENDPOINT", "LONGDOC_MODEL", "LONGDOC_API_KEY"):
-        env.pop(var, None)
-    command = [sys.executable, "-m", "desktop.cli.main", "ask", *args]
-    command += ["--endpoint", server.url, "--api-key", API_KEY]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    return longdoc("ask", *args, home=home, server=server, api_key=API_KEY)
 
 
 def test_cli_prints_what_came_and_one_warning_for_a_truncated_answer(
@@ -209,3 +188,22 @@ def test_cli_prints_what_came_and_one_warning_for_a_truncated_answer(
     assert data["answer"] == "" and data["finish_reason"] == "length"
     [warning] = [ln for ln in cut.stderr.splitlines() if ln.startswith("Warning:")]
     assert "still reasoning" in warning and "thinking off" in warning
+
+
+def test_the_answer_model_lives_in_answering_and_an_answer_knows_its_key(
+    sglang: FakeSGLang, store: Store
+) -> None:
+    import desktop.answering as answering
+    from desktop import answers
+
+    # The public home re-exports the one definition (the store builds the same classes).
+    for name in answering.__all__:
+        assert getattr(answering, name) is getattr(answers, name)
+    assert answering.StoredAnswer is store_db.StoredAnswer
+    doc = stored_document(store)
+    [*_, done] = answerer_for(sglang, store).ask(Question(doc, "Cap?", thinking=False))
+    assert isinstance(done, Stored)
+    read_back = store.find_answer(done.answer.key)
+    # Built in the ask and read back from its row: the same answer, under the same key.
+    assert read_back == done.answer
+    assert read_back is not None and read_back.key.history == done.answer.history

@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable
 
 import pytest
 
@@ -26,19 +25,10 @@ from desktop.errors import (
 )
 from desktop.store.db import Store
 from tests.conftest import API_KEY, make_document
+from tests.support.answers import answerer_for
+from tests.support.documents import CONTRACT_PAGES as PAGES
 from tests.support.sglang_server import FakeSGLang
-
-PAGES = [
-    ("i", "Preface. This contract is between Alpha Ltd and Beta GmbH."),
-    ("ii", "Contents: definitions, term, termination, liability."),
-    ("1", "Definitions. Services means the consulting described in Annex A."),
-    ("2", "Term. The agreement runs for 24 months from the effective date."),
-    ("3", "Liability is capped at EUR 2,000,000 except for gross negligence."),
-]
-
-
-def answerer_for(server: FakeSGLang, store: Store, **settings: object) -> Answerer:
-    return Answerer(store, Endpoint(server.url, API_KEY), Settings(**settings))  # type: ignore[arg-type]
+from tests.support.waiting import wait_for
 
 
 def chat_requests(server: FakeSGLang) -> list[dict[str, object]]:
@@ -233,16 +223,6 @@ def test_cancel_during_prefill_closes_the_stream(sglang: FakeSGLang, store: Stor
     assert stored.status == "incomplete"
     assert wait_for(lambda: bool(sglang.aborted_rids))  # the server dropped the request too
     assert sglang.completed_rids == warm_up  # ended by the stop, not by the prefill finishing
-
-
-def wait_for(condition: Callable[[], bool], limit_s: float = 60.0) -> bool:
-    """Poll until ``condition`` holds (a generous bound, not a timing goal)."""
-    deadline = time.monotonic() + limit_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 # --- errors: one typed exception and one sentence each --------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,7 +36,7 @@ from desktop.answering.pages import (
 from desktop.documents.ingest import extract
 from desktop.documents.model import Document, Page
 from desktop.store.db import AnswerKey, Store
-from tests.conftest import API_KEY, ROOT
+from tests.conftest import API_KEY, CORPUS_DIR
 from tests.support.cli import longdoc
 from tests.support.sglang_server import FakeSGLang
 
@@ -57,8 +58,7 @@ PAGES = [
 @pytest.fixture(scope="module")
 def geotopo() -> Document:
     """GeoTopo as ingested: labels i, ii, iii, then 1..; PDFium already joined hyphenations."""
-    corpus = ROOT.parent / "shared" / "corpus" / "pdf-samples"
-    return extract(corpus / GEOTOPO_PDF)
+    return extract(CORPUS_DIR / GEOTOPO_PDF)
 
 
 # --- grammar ---------------------------------------------------------------------------
@@ -197,7 +197,7 @@ def test_quote_statuses_on_real_text(geotopo: Document) -> None:
 
 def test_hyphenation_kept_by_the_extractor_still_verifies() -> None:
     """GeoTopo's page ii with its hyphenated line ends as printed (PDFium marks them)."""
-    pdf = pdfium.PdfDocument(ROOT.parent / "shared" / "corpus" / "pdf-samples" / GEOTOPO_PDF)
+    pdf = pdfium.PdfDocument(CORPUS_DIR / GEOTOPO_PDF)
     try:
         raw = pdf[1].get_textpage().get_text_range()
     finally:
@@ -364,6 +364,12 @@ def server() -> Iterator[FakeSGLang]:
         yield fake
 
 
+def ask_geotopo(server: FakeSGLang, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``longdoc ask GeoTopo ARGS...`` without thinking, against ``server``."""
+    pdf = str(CORPUS_DIR / GEOTOPO_PDF)
+    return longdoc("ask", pdf, *args, "--no-think", home=home, server=server, api_key=API_KEY)
+
+
 ANSWER = (
     'Er schreibt "die Mitschriften einiger Übungen und Tutorien" [p. ii], '
     '"Dieses Skript wurde im Wintersemester 2013/2014" [p. III] '
@@ -375,19 +381,7 @@ def test_ask_json_reports_citations_and_a_cached_answer_keeps_them(
     server: FakeSGLang, tmp_path: Path
 ) -> None:
     server.behaviour.update(answer_text=ANSWER)
-    pdf = str(ROOT.parent / "shared" / "corpus" / "pdf-samples" / GEOTOPO_PDF)
-    first = longdoc(
-        "ask",
-        pdf,
-        "Worum geht es?",
-        "--json",
-        "--pages",
-        "i..iii",
-        "--no-think",
-        home=tmp_path,
-        server=server,
-        api_key=API_KEY,
-    )
+    first = ask_geotopo(server, tmp_path, "Worum geht es?", "--json", "--pages", "i..iii")
     assert first.returncode == 0, first.stderr
     data = json.loads(first.stdout)
     assert data["from_cache"] is False
@@ -416,25 +410,14 @@ def test_ask_json_reports_citations_and_a_cached_answer_keeps_them(
         {"pages": [3], "label": "iii", "quote": None, "status": "unquoted", "found_on": None},
     ]
     # The model saw pages i..iii: the printed-label range is physical pages 1-3.
-    [body] = [r.body for r in server.requests if r.path.endswith("/chat/completions")]
+    [body] = server.chat_bodies
     anchors = [ln for ln in body["messages"][0]["content"].splitlines() if ln.startswith("[Page")]
     assert anchors == ["[Page i]", "[Page ii]", "[Page iii]"]
     store = Store(tmp_path / "longdoc.db")
     [stored] = store.answers_for(data["document"]["sha256"])
     store.close()
     assert stored.citations is not None and len(stored.citations.items) == 4
-    again = longdoc(
-        "ask",
-        pdf,
-        "Worum geht es?",
-        "--json",
-        "--pages",
-        "1-3",
-        "--no-think",
-        home=tmp_path,
-        server=server,
-        api_key=API_KEY,
-    )
+    again = ask_geotopo(server, tmp_path, "Worum geht es?", "--json", "--pages", "1-3")
     cached = json.loads(again.stdout)
     assert cached["from_cache"] is True
     assert cached["citations"] == data["citations"]
@@ -444,18 +427,7 @@ def test_plain_ask_flags_unverified_quotes_in_the_answer(
     server: FakeSGLang, tmp_path: Path
 ) -> None:
     server.behaviour.update(answer_text=ANSWER)
-    pdf = str(ROOT.parent / "shared" / "corpus" / "pdf-samples" / GEOTOPO_PDF)
-    result = longdoc(
-        "ask",
-        pdf,
-        "Worum geht es?",
-        "--pages",
-        "ii..iii",
-        "--no-think",
-        home=tmp_path,
-        server=server,
-        api_key=API_KEY,
-    )
+    result = ask_geotopo(server, tmp_path, "Worum geht es?", "--pages", "ii..iii")
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert out.startswith(ANSWER)
@@ -471,24 +443,13 @@ def test_plain_ask_flags_unverified_quotes_in_the_answer(
 def test_bad_page_range_is_one_error_line_naming_the_labels(
     server: FakeSGLang, tmp_path: Path
 ) -> None:
-    pdf = str(ROOT.parent / "shared" / "corpus" / "pdf-samples" / GEOTOPO_PDF)
-    result = longdoc(
-        "ask",
-        pdf,
-        "Q?",
-        "--pages",
-        "x..iii",
-        "--no-think",
-        home=tmp_path,
-        server=server,
-        api_key=API_KEY,
-    )
+    result = ask_geotopo(server, tmp_path, "Q?", "--pages", "x..iii")
     assert result.returncode == 2
     [line] = result.stderr.strip().splitlines()
     assert line.startswith("Error: ")
     assert "'x..iii'" in line and "no page is labelled 'x'" in line
     assert "labels i to" in line
-    assert not [r for r in server.requests if r.path.endswith("/chat/completions")]
+    assert not server.chat_bodies
 
 
 def test_a_found_quote_is_located_in_the_page_text_for_highlighting(geotopo: Document) -> None:

@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 
 import pytest
 
-from desktop.answering.client import SGLANG, ChatClient
+from desktop.answering.client import SGLANG, ChatClient, StreamingAnswer
 from desktop.answering.events import AnswerDelta, ReasoningDelta
 from desktop.errors import Cancelled
 from tests.conftest import API_KEY
 from tests.support.sglang_server import FakeSGLang
+from tests.support.waiting import wait_for
 
 MESSAGES = [{"role": "user", "content": "[Page 1]\nThe sky is green.\nWhat colour is it?"}]
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 20.0) -> bool:
-    """Poll until ``condition()``; a hang detector, not a timing goal."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 def aborts(server: FakeSGLang, rid: str) -> int:
@@ -35,8 +24,18 @@ def aborts(server: FakeSGLang, rid: str) -> int:
     )
 
 
-def chats(server: FakeSGLang) -> int:
-    return sum(1 for r in list(server.requests) if r.path.endswith("/chat/completions"))
+def start(
+    client: ChatClient, cancel: threading.Event, *, max_tokens: int, thinking: bool
+) -> StreamingAnswer:
+    """A stream of MESSAGES that ``cancel`` stops (the first-token bound only catches a hang)."""
+    return client.stream(
+        MESSAGES,
+        model="m",
+        max_tokens=max_tokens,
+        thinking=thinking,
+        first_token_timeout_s=300,
+        cancel=cancel,
+    )
 
 
 @pytest.mark.parametrize(
@@ -51,16 +50,9 @@ def test_cancel_from_another_thread_ends_a_hung_stream_in_every_state(
     client = ChatClient(sglang.url, API_KEY, engine=SGLANG)  # aborts go by rid: SGLang only
     try:
         for _ in range(3):
-            sent = chats(sglang)
+            sent = len(sglang.chat_bodies)
             cancel = threading.Event()
-            stream = client.stream(
-                MESSAGES,
-                model="m",
-                max_tokens=300,
-                thinking=thinking,
-                first_token_timeout_s=300,
-                cancel=cancel,
-            )
+            stream = start(client, cancel, max_tokens=300, thinking=thinking)
             seen: list[object] = []
 
             def read(stream: object = stream, seen: list[object] = seen) -> None:
@@ -74,7 +66,7 @@ def test_cancel_from_another_thread_ends_a_hung_stream_in_every_state(
             reader.start()
             kind = {"reasoning": ReasoningDelta, "answer": AnswerDelta}.get(state)
             if kind is None:
-                assert wait_for(lambda sent=sent: chats(sglang) > sent)  # type: ignore[misc]
+                assert wait_for(lambda sent=sent: len(sglang.chat_bodies) > sent)  # type: ignore[misc]
             else:
                 assert wait_for(
                     lambda kind=kind, seen=seen: any(isinstance(e, kind) for e in seen)  # type: ignore[misc]
@@ -96,14 +88,7 @@ def test_the_server_is_told_to_abort_when_the_reader_notices_the_stop_first(
     try:
         for _ in range(10):
             cancel = threading.Event()
-            stream = client.stream(
-                MESSAGES,
-                model="m",
-                max_tokens=3_000,
-                thinking=False,
-                first_token_timeout_s=60,
-                cancel=cancel,
-            )
+            stream = start(client, cancel, max_tokens=3_000, thinking=False)
 
             def consume(stream: object = stream, cancel: threading.Event = cancel) -> None:
                 for event in stream:  # type: ignore[attr-defined]

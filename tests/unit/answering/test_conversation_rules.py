@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 import pytest
 
 from desktop.answering import conversation
 from desktop.answering.pages import PageRange
-from desktop.answers import AnswerStatus, StoredAnswer, Thread
+from desktop.answers import StoredAnswer, Thread
 from desktop.errors import (
     AuthenticationFailed,
     DatabaseDamaged,
@@ -27,43 +26,16 @@ from desktop.errors import (
 )
 from desktop.store.db import AnswerKey, NewTurn, Store
 from tests.conftest import make_document
+from tests.support.answers import stored_answer
 
 PAGES = [("i", "Preface."), ("1", "Term: 24 months."), ("2", "Cap: EUR 2,000,000.")]
 
 
 def answer(answer_id: int, question: str = "Q?", first: int = 1, last: int = 3) -> StoredAnswer:
-    return StoredAnswer(
-        id=answer_id,
-        document_sha="sha",
-        question=question,
-        model="m",
-        prompt_version="1",
-        thinking=False,
-        first_page=first,
-        last_page=last,
-        max_tokens=100,
-        answer=f"A{answer_id}",
-        reasoning="",
-        finish_reason="stop",
-        status=AnswerStatus.COMPLETE,
-        error=None,
-        prompt_tokens=None,
-        completion_tokens=None,
-        cached_tokens=None,
-        ttft_s=None,
-        total_s=None,
-        created_at=0.0,
-    )
+    return stored_answer(answer_id, AnswerKey("sha", question, "m", "1", False, first, last, 100))
 
 
 THREAD = Thread(7, "sha", 1, 3, [answer(1), answer(2), answer(3)])
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store(tmp_path / "db.sqlite")
-    yield s
-    s.close()
 
 
 def test_a_follow_up_keeps_the_threads_pages_and_refuses_others() -> None:

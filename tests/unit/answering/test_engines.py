@@ -12,20 +12,19 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from desktop.answering.events import Event, Stored, Usage
 from desktop.answering.prompt import PageRange, document_share, prefix_tokens
-from desktop.answering.service import Answerer, Endpoint, Question
+from desktop.answering.service import Question
 from desktop.answering.sets import build_set
-from desktop.config import Settings
 from desktop.documents.model import Document
 from desktop.errors import EXIT_DOCUMENT, Cancelled, DocumentTooLarge, SetTooLarge
 from desktop.store.db import Store
 from longdoc_net.endpoint import Engine
 from tests.conftest import API_KEY, make_document
+from tests.support.answers import answerer_for
 from tests.support.sglang_server import FakeSGLang
 
 WORDS = [
@@ -59,31 +58,9 @@ def document(pages: int, seed: int = 1) -> Document:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store(tmp_path / "db.sqlite")
-    yield s
-    s.close()
-
-
-@pytest.fixture
 def vllm() -> Iterator[FakeSGLang]:
     with FakeSGLang(api_key=API_KEY, flavor="vllm", context_length=262_144) as server:
         yield server
-
-
-@pytest.fixture(params=["vllm", "sglang"])
-def engine(request: pytest.FixtureRequest) -> Iterator[FakeSGLang]:
-    """Both engines' hybrid caches."""
-    if request.param == "vllm":
-        server = FakeSGLang(api_key=API_KEY, flavor="vllm", context_length=262_144)
-    else:
-        server = FakeSGLang(api_key=API_KEY, context_length=262_144, hybrid_cache=True)
-    with server:
-        yield server
-
-
-def answerer_for(server: FakeSGLang, store: Store) -> Answerer:
-    return Answerer(store, Endpoint(server.url, API_KEY), Settings())
 
 
 def reuse(events: list[Event]) -> float:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from desktop.answering import AnswerKey
 from desktop.answering.format import (
     ago,
     answer_figures,
@@ -15,23 +16,11 @@ from desktop.answering.format import (
     short_quote,
 )
 from desktop.documents.model import Page
-from desktop.store.db import StoredAnswer
+from tests.support.answers import stored_answer
 
-ANSWER = StoredAnswer(
-    id=1,
-    document_sha="x",
-    question="q",
-    model="Qwen3.5",
-    prompt_version="1",
-    thinking=False,
-    first_page=1,
-    last_page=10,
-    max_tokens=100,
+ANSWER = stored_answer(
+    key=AnswerKey("x", "q", "Qwen3.5", "1", False, 1, 10, 100),
     answer="a",
-    reasoning="",
-    finish_reason="stop",
-    status="complete",
-    error=None,
     prompt_tokens=98_310,
     completion_tokens=400,
     cached_tokens=1_204,

@@ -26,28 +26,13 @@ from desktop.documents import tokens
 from desktop.documents.ingest import extract
 from desktop.documents.model import Document
 from desktop.errors import UsageError
-from tests.support.documents import contract_docx, meeting_vtt
-from tests.support.pdf_maker import write_pdf
+from tests.support.documents import three_kinds
 
 
 @pytest.fixture
 def three(tmp_path: Path) -> list[Document]:
     """A PDF with printed labels, a Word contract and a meeting transcript."""
-    pdf = write_pdf(
-        tmp_path / "report.pdf",
-        [
-            ["Preface. The board met in January."],
-            ["Revenue rose to 12 million euros in the year."],
-            ["Outlook. Hiring resumes in March."],
-        ],
-        labels=["i", "1", "2"],
-        title="Annual report",
-    )
-    return [
-        extract(pdf),
-        extract(contract_docx(tmp_path / "contract.docx")),
-        extract(meeting_vtt(tmp_path / "meeting.vtt")),
-    ]
+    return [extract(path) for path in three_kinds(tmp_path)]
 
 
 def test_each_document_whole_in_order_with_its_letter_and_anchors(three: list[Document]) -> None:

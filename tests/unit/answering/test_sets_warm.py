@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from desktop.answering.events import Event, Usage
 from desktop.answering.prompt import set_cacheable_prefix, set_prefix_tokens
@@ -28,16 +25,6 @@ def document(pages: int, seed: int) -> Document:
         [(str(i), " ".join(rnd.choice(WORDS) for _ in range(420))) for i in range(1, pages + 1)],
         title=f"Document {seed}",
     )
-
-
-@pytest.fixture(params=["vllm", "sglang"])
-def engine(request: pytest.FixtureRequest) -> Iterator[FakeSGLang]:
-    if request.param == "vllm":
-        server = FakeSGLang(api_key=API_KEY, flavor="vllm", context_length=262_144)
-    else:
-        server = FakeSGLang(api_key=API_KEY, context_length=262_144, hybrid_cache=True)
-    with server:
-        yield server
 
 
 def reuse(events: list[Event]) -> float:

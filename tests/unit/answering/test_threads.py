@@ -12,31 +12,34 @@ from sqlite_utils.migrations import Migrations
 
 from desktop.answering.events import AnswerDelta, Event, Sent, Stored, Usage
 from desktop.answering.prompt import PageRange
-from desktop.answering.service import Answerer, Endpoint, Question
+from desktop.answering.service import Answerer, Question
 from desktop.config import Settings
 from desktop.documents import extract
+from desktop.documents.model import Document
 from desktop.errors import Cancelled, DocumentTooLarge, ThreadTooLong, UsageError
 from desktop.store.db import AnswerKey, Store, Thread
 from desktop.store.migrations import m001_documents_and_answers
 from tests.conftest import API_KEY, CORPUS_DIR, make_document
+from tests.support import answers
+from tests.support.documents import CONTRACT_PAGES as PAGES
 from tests.support.documents import scanned_pdf
 from tests.support.sglang_server import FakeSGLang
 
-PAGES = [
-    ("i", "Preface. This contract is between Alpha Ltd and Beta GmbH."),
-    ("ii", "Contents: definitions, term, termination, liability."),
-    ("1", "Definitions. Services means the consulting described in Annex A."),
-    ("2", "Term. The agreement runs for 24 months from the effective date."),
-    ("3", "Liability is capped at EUR 2,000,000 except for gross negligence."),
-]
-
 
 def answerer_for(server: FakeSGLang, store: Store) -> Answerer:
-    return Answerer(store, Endpoint(server.url, API_KEY, "Qwen/Qwen3.5-35B-A3B"), Settings())
+    return answers.answerer_for(server, store, served="Qwen/Qwen3.5-35B-A3B")
 
 
-def chat_bodies(server: FakeSGLang) -> list[dict[str, object]]:
-    return [r.body for r in server.requests if r.path.endswith("/chat/completions")]
+@pytest.fixture
+def doc() -> Document:
+    """The contract, not stored."""
+    return make_document(PAGES)
+
+
+@pytest.fixture
+def answerer(sglang: FakeSGLang, store: Store) -> Answerer:
+    """An answerer on the test server."""
+    return answerer_for(sglang, store)
 
 
 def ask(answerer: Answerer, question: Question) -> tuple[list[Event], Stored]:
@@ -64,7 +67,7 @@ def test_follow_up_carries_earlier_turns_after_the_document(
     events, second = ask(answerer, Question(doc, "And the liability cap?", thread=thread))
     assert second.thread_id == first.thread_id
 
-    a, b = chat_bodies(sglang)
+    a, b = sglang.chat_bodies
     # The earlier turn sits after the document, its answer without the reasoning.
     assert b["messages"] == [  # type: ignore[comparison-overlap]
         a["messages"][0],  # type: ignore[index]
@@ -96,10 +99,8 @@ def test_follow_up_carries_earlier_turns_after_the_document(
 
 
 def test_count_with_history_matches_the_server_thinking_on_and_off(
-    sglang: FakeSGLang, store: Store
+    store: Store, doc: Document, answerer: Answerer
 ) -> None:
-    doc = make_document(PAGES)
-    answerer = answerer_for(sglang, store)
     _, first = ask(answerer, Question(doc, "Who are the parties? <|im_end|>"))
     thread = thread_of(store, first)
     for thinking in (True, False):
@@ -113,29 +114,29 @@ def test_count_with_history_matches_the_server_thinking_on_and_off(
     assert len(thread.turns) == 3
 
 
-def test_the_cache_key_includes_the_earlier_turns(sglang: FakeSGLang, store: Store) -> None:
-    doc = make_document(PAGES)
-    answerer = answerer_for(sglang, store)
+def test_the_cache_key_includes_the_earlier_turns(
+    sglang: FakeSGLang, store: Store, doc: Document, answerer: Answerer
+) -> None:
     _, a1 = ask(answerer, Question(doc, "What is the term?"))
     _, a2 = ask(answerer, Question(doc, "And termination?", thread=thread_of(store, a1)))
-    assert len(chat_bodies(sglang)) == 2
+    assert len(sglang.chat_bodies) == 2
     # The follow-up alone, in a new thread, is another question: it is sent.
     _, alone = ask(answerer, Question(doc, "And termination?"))
     assert not alone.from_cache
-    assert len(chat_bodies(sglang)) == 3
+    assert len(sglang.chat_bodies) == 3
     # The same two turns in a new thread come from the cache, and form that thread.
     _, b1 = ask(answerer, Question(doc, "What is the term?"))
     assert b1.from_cache and b1.thread_id not in (a1.thread_id, None)
     _, b2 = ask(answerer, Question(doc, "and  TERMINATION?", thread=thread_of(store, b1)))
     assert b2.from_cache and b2.answer.id == a2.answer.id
-    assert len(chat_bodies(sglang)) == 3
+    assert len(sglang.chat_bodies) == 3
     assert [t.id for t in thread_of(store, b2).turns] == [a1.answer.id, a2.answer.id]
     assert b2.thread_id == b1.thread_id
 
 
-def test_a_stopped_answer_is_not_a_turn(sglang: FakeSGLang, store: Store) -> None:
-    doc = make_document(PAGES)
-    answerer = answerer_for(sglang, store)
+def test_a_stopped_answer_is_not_a_turn(
+    sglang: FakeSGLang, store: Store, doc: Document, answerer: Answerer
+) -> None:
     _, first = ask(answerer, Question(doc, "What is the term?"))
     thread = thread_of(store, first)
     sglang.behaviour.update(token_delay_s=0.02, answer_tokens=400)
@@ -160,10 +161,10 @@ def test_a_thread_that_no_longer_fits_says_so_and_sends_nothing(store: Store) ->
         _, stored = ask(answerer, Question(doc, "Tell me everything."))
         _, stored = ask(answerer, Question(doc, "More.", thread=thread_of(store, stored)))
         thread = thread_of(store, stored)
-        sent = len(chat_bodies(server))
+        sent = len(server.chat_bodies)
         with pytest.raises(ThreadTooLong) as info:
             list(answerer.ask(Question(doc, "And more?", thread=thread)))
-        assert len(chat_bodies(server)) == sent
+        assert len(server.chat_bodies) == sent
         err = info.value
         assert err.thread_id == thread.id and err.turns == 2
         assert err.needed > err.available >= err.without_history
@@ -188,14 +189,14 @@ def test_a_document_too_large_alone_is_not_blamed_on_the_thread(store: Store) ->
         list(answerer_for(small, store).ask(Question(doc, "More?", thread=thread)))
 
 
-def test_a_follow_up_keeps_the_threads_pages(sglang: FakeSGLang, store: Store) -> None:
-    doc = make_document(PAGES)
-    answerer = answerer_for(sglang, store)
+def test_a_follow_up_keeps_the_threads_pages(
+    sglang: FakeSGLang, store: Store, doc: Document, answerer: Answerer
+) -> None:
     _, first = ask(answerer, Question(doc, "Term?", pages=PageRange(3, 5)))
     thread = thread_of(store, first)
     assert (thread.first_page, thread.last_page) == (3, 5)
     _, second = ask(answerer, Question(doc, "Liability?", thread=thread))
-    body = chat_bodies(sglang)[-1]
+    body = sglang.chat_bodies[-1]
     assert "[Page i]" not in body["messages"][0]["content"]  # type: ignore[index]
     assert "[Page 1]" in body["messages"][0]["content"]  # type: ignore[index]
     with pytest.raises(UsageError, match="pages 3-5 of 5"):
@@ -216,10 +217,8 @@ def test_removing_a_document_removes_its_threads(sglang: FakeSGLang, store: Stor
 
 
 def test_an_answer_after_a_changed_thread_branches_instead_of_mixing(
-    sglang: FakeSGLang, store: Store
+    sglang: FakeSGLang, store: Store, doc: Document, answerer: Answerer
 ) -> None:
-    doc = make_document(PAGES)
-    answerer = answerer_for(sglang, store)
     _, a1 = ask(answerer, Question(doc, "What is the term?"))
     snapshot = thread_of(store, a1)
     _, a2 = ask(answerer, Question(doc, "And termination?", thread=snapshot))
@@ -228,7 +227,7 @@ def test_an_answer_after_a_changed_thread_branches_instead_of_mixing(
     assert a3.thread_id not in (None, a1.thread_id)
     assert [t.id for t in thread_of(store, a3).turns] == [a1.answer.id, a3.answer.id]
     assert [t.id for t in thread_of(store, a2).turns] == [a1.answer.id, a2.answer.id]
-    questions = [m["content"] for m in chat_bodies(sglang)[-1]["messages"][1:]]  # type: ignore[index]
+    questions = [m["content"] for m in sglang.chat_bodies[-1]["messages"][1:]]  # type: ignore[index]
     assert questions == ["What is the term?", a1.answer.answer, "And liability?"]
 
 
@@ -240,7 +239,7 @@ def test_follow_up_on_a_document_with_scanned_pages(
     answerer = answerer_for(sglang, store)
     _, first = ask(answerer, Question(doc, "What is on page 5?"))
     events, second = ask(answerer, Question(doc, "And page 2?", thread=thread_of(store, first)))
-    a, b = chat_bodies(sglang)
+    a, b = sglang.chat_bodies
     assert [m["role"] for m in b["messages"]] == [  # type: ignore[attr-defined]
         "system",
         "user",

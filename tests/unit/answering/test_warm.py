@@ -14,13 +14,13 @@ from desktop.answering.prompt import (
     prefix_tokens,
     system_turn_tokens,
 )
-from desktop.answering.service import Answerer, Endpoint, Question
-from desktop.config import Settings
+from desktop.answering.service import Question
 from desktop.documents import tokens
 from desktop.documents.model import Document
 from desktop.errors import Cancelled
 from desktop.store.db import Store
 from tests.conftest import API_KEY, make_document
+from tests.support.answers import answerer_for
 from tests.support.sglang_server import FakeSGLang
 
 PAGES = [("1", "Duty 1 is to pay."), ("2", "Duty 2 is to deliver.")]
@@ -40,10 +40,6 @@ def hybrid() -> Iterator[FakeSGLang]:
     """A server whose cache, like Qwen3.5's hybrid layers, resumes only at kept states."""
     with FakeSGLang(api_key=API_KEY, context_length=262_144, hybrid_cache=True) as server:
         yield server
-
-
-def answerer_for(server: FakeSGLang, store: Store, model: str = "") -> Answerer:
-    return Answerer(store, Endpoint(server.url, API_KEY, model), Settings())
 
 
 def usage_of(events: list[Event]) -> Usage:

@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
+from tests.support.cli import longdoc
 from tests.support.pdf_maker import FormPage, TextLine, write_form_pdf
 from tests.support.sglang_server import FakeSGLang
-from tests.unit.answering.test_answer_core import ROOT, cli_ask
-
-
-def cli_run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``longdoc ARGS`` with its own data directory."""
-    env = {**os.environ, "LONGDOC_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "desktop.cli.main", *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+from tests.unit.answering.test_answer_core import cli_ask
 
 
 def _damaged_and_blank(tmp_path: Path) -> Path:
@@ -35,10 +26,10 @@ def _damaged_and_blank(tmp_path: Path) -> Path:
 
 def test_ingest_json_and_plain_name_the_damaged_and_blank_pages(tmp_path: Path) -> None:
     pdf = _damaged_and_blank(tmp_path)
-    data = json.loads(cli_run(tmp_path, "ingest", str(pdf), "--json").stdout)
+    data = json.loads(longdoc("ingest", str(pdf), "--json", home=tmp_path).stdout)
     assert any("page 2 could not be read" in w for w in data["warnings"])
     assert any("page 3 has no text" in w for w in data["warnings"])
-    plain = cli_run(tmp_path, "ingest", str(pdf))
+    plain = longdoc("ingest", str(pdf), home=tmp_path)
     warnings = [ln for ln in plain.stderr.splitlines() if ln.startswith("Warning:")]
     assert len(warnings) == 2
 

@@ -4,10 +4,8 @@ an endpoint Longdoc does not manage."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,9 +26,8 @@ from server_manager.runtime import parse_inspect
 from server_manager.state import Paths, ServerState, read_state, write_state
 from server_manager.supervisor import Outcome
 from tests.conftest import API_KEY
+from tests.support.cli import longdoc
 from tests.support.sglang_server import FakeSGLang
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_urls_are_normalised_once() -> None:
@@ -132,21 +129,8 @@ def test_states_are_typed_in_the_state_file(tmp_path: Path) -> None:
 
 
 def status_of(tmp_path: Path, endpoint: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "LONGDOC_HOME": str(tmp_path),
-        "LONGDOC_ENDPOINT": endpoint,
-        "LONGDOC_API_KEY": API_KEY,
-        "PYTHONPATH": str(ROOT),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "desktop.cli.main", "server", "status", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    env = {"LONGDOC_ENDPOINT": endpoint, "LONGDOC_API_KEY": API_KEY}
+    return longdoc("server", "status", "--json", home=tmp_path, env=env)
 
 
 def test_server_status_reports_the_configured_endpoint(tmp_path: Path) -> None:

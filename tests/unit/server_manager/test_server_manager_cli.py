@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from desktop import errors as app_errors
 from server_manager import errors
-from tests.support.cli import longdoc
+from tests.support.cli import json_output, longdoc
 
 ROOT = Path(__file__).resolve().parents[3]
 SUBCOMMANDS = ("start", "stop", "restart", "status", "logs", "selftest")
@@ -44,28 +44,13 @@ def test_every_subcommand_takes_json_and_lists_only_its_codes(tmp_path: Path, co
 
 
 def test_json_outputs_without_a_server(tmp_path: Path) -> None:
-    status = longdoc(
-        "server",
-        "status",
-        "--json",
-        "--profile",
-        "native",
-        home=tmp_path,
-        env={"PATH": str(tmp_path)},
-    )
-    assert status.returncode == 0, status.stderr
-    assert json.loads(status.stdout)["state"] == "stopped"
-    stop = longdoc(
-        "server",
-        "stop",
-        "--json",
-        "--profile",
-        "native",
-        home=tmp_path,
-        env={"PATH": str(tmp_path)},
-    )
-    assert stop.returncode == 0, stop.stderr
-    assert json.loads(stop.stdout) == {"stopped": False}
+    def server_json(command: str) -> dict[str, Any]:
+        # No runtime on PATH: nothing to find, nothing started.
+        args = ("server", command, "--json", "--profile", "native")
+        return json_output(longdoc(*args, home=tmp_path, env={"PATH": str(tmp_path)}))
+
+    assert server_json("status")["state"] == "stopped"
+    assert server_json("stop") == {"stopped": False}
 
 
 def test_logs_before_any_start_is_exit_18(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import http.server
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from server_manager.profiles import (
     native_argv,
     native_env,
 )
+from tests.support.recording_proxy import RecordingProxy, serving
 
 KEY = "sekrit-Zq9-key_0123456789abcdefghijklmnopqrstuv"
 HOME = Path("/home/ana/.local/share/longdoc")
@@ -138,26 +138,11 @@ def test_logs_blank_the_key_when_written_and_when_read(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def fake_proxy() -> Iterator[tuple[str, list[bytes]]]:
+def fake_proxy() -> Iterator[RecordingProxy]:
     """A listening 'proxy' that records what reaches it and answers 502."""
-    seen: list[bytes] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            seen.append(f"{self.path} {self.headers.get('Authorization')}".encode())
-            self.send_response(502)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", seen
-    server.shutdown()
-    server.server_close()
+    proxy = RecordingProxy()
+    yield proxy
+    proxy.close()
 
 
 @pytest.fixture
@@ -175,40 +160,36 @@ def origin() -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(Handler) as url:
+        yield url
 
 
 @pytest.mark.parametrize("variable", ["http_proxy", "HTTP_PROXY", "all_proxy"])
 def test_loopback_requests_never_go_through_a_proxy(
     monkeypatch: pytest.MonkeyPatch,
-    fake_proxy: tuple[str, list[bytes]],
+    fake_proxy: RecordingProxy,
     origin: str,
     variable: str,
 ) -> None:
-    proxy, seen = fake_proxy
     for name in ("no_proxy", "NO_PROXY"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv(variable, proxy)
+    monkeypatch.setenv(variable, fake_proxy.url)
     for url in (origin, origin.replace("127.0.0.1", "localhost")):
         assert probe.get(f"{url}/v1/models", KEY).status == 200
         assert probe.lists_model(url, KEY, "m")
-    assert seen == []  # the key never reached the proxy
+    assert fake_proxy.requests == []  # the key never reached the proxy
 
 
 def test_other_hosts_follow_the_proxy_environment(
-    monkeypatch: pytest.MonkeyPatch, fake_proxy: tuple[str, list[bytes]]
+    monkeypatch: pytest.MonkeyPatch, fake_proxy: RecordingProxy
 ) -> None:
-    proxy, seen = fake_proxy
     monkeypatch.delenv("no_proxy", raising=False)
     monkeypatch.delenv("NO_PROXY", raising=False)
-    monkeypatch.setenv("http_proxy", proxy)
+    monkeypatch.setenv("http_proxy", fake_proxy.url)
     assert probe.get("http://gpu-box.invalid:30000/v1/models", "k").status == 502
-    assert seen == [b"http://gpu-box.invalid:30000/v1/models Bearer k"]
+    [(method, url, headers)] = fake_proxy.requests
+    assert (method, url) == ("GET", "http://gpu-box.invalid:30000/v1/models")
+    assert headers["Authorization"] == "Bearer k"
 
 
 def test_loopback_detection() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -28,6 +29,7 @@ from server_manager.state import (
     read_state,
     write_state,
 )
+from tests.support.schemas import SERVER_STATUS_KEYS
 
 
 def test_api_key_generated_once_owner_only(tmp_path: Path) -> None:
@@ -138,19 +140,7 @@ def test_status_json_has_exactly_the_documented_keys() -> None:
         metrics={"running_requests": 1.0},
     )
     data = status.to_json()
-    assert list(data) == [
-        "profile",
-        "state",
-        "stage",
-        "endpoint",
-        "model",
-        "container",
-        "restarts",
-        "gpus",
-        "metrics",
-        "error",
-        "outcome",
-    ]
+    assert tuple(data) == SERVER_STATUS_KEYS
     assert data["gpus"][0]["utilization_pct"] == 50.0
 
 
@@ -169,31 +159,13 @@ def test_stopped_status_without_anything(tmp_path: Path, monkeypatch: pytest.Mon
 def test_connection_for_reads_state_and_key(tmp_path: Path) -> None:
     paths = Paths(tmp_path)
     key = api_key(paths)
-    write_state(
-        paths,
-        ServerState(
-            profile="sglang-rocm",
-            kind="container",
-            endpoint="http://127.0.0.1:30000",
-            model="Q",
-            state="ready",
-        ),
-    )
+    endpoint = "http://127.0.0.1:30000"
+    server = ServerState(profile="sglang-rocm", kind="container", endpoint=endpoint, model="Q")
+    write_state(paths, dataclasses.replace(server, state="ready"))
     # The managed profile's engine comes along: the client may send it SGLang's own fields.
-    assert connection_for(tmp_path, ManagerConfig()) == Connection(
-        "http://127.0.0.1:30000", key, "Q", "sglang"
-    )
+    assert connection_for(tmp_path, ManagerConfig()) == Connection(endpoint, key, "Q", "sglang")
     assert Connection("http://h:1", "k", "m").v1_url == "http://h:1/v1"
-    write_state(
-        paths,
-        ServerState(
-            profile="sglang-rocm",
-            kind="container",
-            endpoint="http://127.0.0.1:30000",
-            model="Q",
-            state="failed",
-        ),
-    )
+    write_state(paths, dataclasses.replace(server, state="failed"))
     assert connection_for(tmp_path, ManagerConfig()) is None
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from desktop import search
 from desktop.cli.main import main
+from desktop.documents.model import Document
 from desktop.store import fts
 from desktop.store.db import AnswerKey, Store
 from desktop.store.migrations import MIGRATIONS, Migrations
@@ -22,6 +23,13 @@ FILLER = "The parties agree to the terms below and to nothing else in this secti
 def contract(n: int, planted: str = "") -> tuple[str, str]:
     """A page of filler with ``planted`` in the middle."""
     return (str(n), f"{FILLER} {planted} {FILLER}")
+
+
+def one_page(store: Store, planted: str, title: str = "Test document") -> Document:
+    """A stored one-page document with ``planted`` in its page."""
+    doc = make_document([contract(1, planted)], title=title)
+    store.save_document(doc)
+    return doc
 
 
 def answer(store: Store, sha: str, question: str, text: str, status: str = "complete") -> int:
@@ -80,8 +88,7 @@ def test_ranking_puts_the_densest_page_first(store: Store) -> None:
 
 
 def test_answers_are_found_by_question_and_text_once_complete(store: Store) -> None:
-    doc = make_document([contract(1, "Payment within thirty days.")], title="Terms")
-    store.save_document(doc)
+    doc = one_page(store, "Payment within thirty days.", "Terms")
     done = answer(store, doc.sha256, "When is payment due?", "Within thirty days [p. 1].")
     thread = store.add_turn(None, doc.sha256, 1, 1, done)
     answer(store, doc.sha256, "Running question zebra?", "zebra so far", status="running")
@@ -167,10 +174,8 @@ def test_saving_again_and_token_counts_keep_the_index_exact(store: Store) -> Non
 
 
 def test_removal_removes_pages_and_answers_from_the_index(store: Store) -> None:
-    keep = make_document([contract(1, "pelican")], title="Keep")
-    gone = make_document([contract(1, "pelican flamingo")], title="Gone")
-    store.save_document(keep)
-    store.save_document(gone)
+    one_page(store, "pelican", "Keep")
+    gone = one_page(store, "pelican flamingo", "Gone")
     answer(store, gone.sha256, "Which bird?", "A flamingo.")
     assert len(search.search(store, "flamingo").hits) == 2
     store.remove_document(gone.sha256)
@@ -180,10 +185,8 @@ def test_removal_removes_pages_and_answers_from_the_index(store: Store) -> None:
 
 
 def test_one_documents_hits_only(store: Store) -> None:
-    a = make_document([contract(1, "heron")], title="A")
-    b = make_document([contract(1, "heron")], title="B")
-    store.save_document(a)
-    store.save_document(b)
+    one_page(store, "heron", "A")
+    b = one_page(store, "heron", "B")
     answer(store, b.sha256, "heron?", "heron")
     hits = search.search(store, "heron", document=b.sha256).hits
     assert {h.document.title for h in hits} == {"B"} and len(hits) == 2
@@ -210,8 +213,7 @@ def labels_snippet(store: Store, query: str) -> str:
 
 @pytest.mark.parametrize("query", ["§ 4.2", "O'Brien", "AND", "4.2*", "a:b", "NEAR(", "(x", "-x"])
 def test_odd_queries_give_hits_or_a_clean_empty_result(store: Store, query: str) -> None:
-    doc = make_document([contract(1, "See § 4.2 and O'Brien's note x b.")])
-    store.save_document(doc)
+    one_page(store, "See § 4.2 and O'Brien's note x b.")
     result = search.search(store, query)
     assert isinstance(result.hits, list)
     if query in ("§ 4.2", "O'Brien"):
@@ -260,7 +262,7 @@ def test_the_migration_indexes_an_existing_database_in_batches(tmp_path: Path) -
     assert fts.backlog(store.conn) == 15 + 3
     assert store.conn.execute("SELECT count(*) FROM pages_fts_docsize").fetchone()[0] == 0
     # Written meanwhile: indexed at once by the triggers; removed before the backfill: safe.
-    store.save_document(make_document([contract(1, "newcomer")]))
+    one_page(store, "newcomer")
     store.remove_document(f"{1:064x}")
     seen: list[tuple[int, int]] = []
     assert fts.backfill(path, lambda done, total: seen.append((done, total)), batch=4) == 10 + 2

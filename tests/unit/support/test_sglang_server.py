@@ -22,6 +22,7 @@ from tests.support.sglang_server import (
     encode,
     render_chat,
 )
+from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[3]
 DOCUMENT = (
@@ -315,7 +316,7 @@ def test_new_flavor_stream_shape_and_answer(server: FakeSGLang) -> None:
     assert usage["completion_tokens_details"] == {"reasoning_tokens": usage["reasoning_tokens"]}
     assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
     assert server.requests[-1].body["rid"] == "r1"
-    _wait_for(lambda: server.completed_rids == ["r1"])  # recorded after the last write
+    wait_for(lambda: server.completed_rids == ["r1"])  # recorded after the last write
 
 
 def test_thinking_off_streams_only_content(server: FakeSGLang) -> None:
@@ -496,7 +497,7 @@ def test_drop_done_and_disconnect_after(server: FakeSGLang) -> None:
             resp.read()
     finally:
         conn.close()
-    _wait_for(lambda: len(server.aborted_rids) == 1)
+    wait_for(lambda: len(server.aborted_rids) == 1)
 
 
 def test_behaviour_over_http(server: FakeSGLang) -> None:
@@ -523,13 +524,6 @@ def test_behaviour_reset_and_snapshot() -> None:
 # ----- abort and disconnects ---------------------------------------------------------------
 
 
-def _wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
-
-
 def test_abort_request_ends_stream_with_abort(server: FakeSGLang) -> None:
     server.behaviour.token_delay_s = 0.01
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
@@ -548,7 +542,7 @@ def test_abort_request_ends_stream_with_abort(server: FakeSGLang) -> None:
     assert events[-1] == "[DONE]"
     finish = json.loads(events[-2])["choices"][0]
     assert (finish["finish_reason"], finish["matched_stop"]) == ("abort", None)
-    _wait_for(lambda: server.aborted_rids == ["victim"])  # recorded after the last write
+    wait_for(lambda: server.aborted_rids == ["victim"])  # recorded after the last write
 
 
 def test_client_disconnect_stops_generation(
@@ -565,7 +559,7 @@ def test_client_disconnect_stops_generation(
     resp.readline()
     resp.close()
     conn.close()
-    _wait_for(lambda: server.aborted_rids == ["gone"])
+    wait_for(lambda: server.aborted_rids == ["gone"])
     assert "Traceback" not in capfd.readouterr().err
     assert call(server, "GET", "/health")[0] == 200
 
@@ -595,7 +589,7 @@ def test_prefix_cache_reports_shared_prefix(make_server: MakeServer, granularity
         flushed.append(text)
         return status == 200
 
-    _wait_for(flush)
+    wait_for(flush)
     assert flushed[-1].startswith(b"Cache flushed.")
     again = call_json(server, "POST", "/v1/chat/completions", {"messages": second, **off})
     assert again["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
