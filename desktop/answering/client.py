@@ -280,14 +280,18 @@ class ChatClient:
         facts = self._facts or known_facts(self.engine)
         if facts is None or not facts.aborts_by_rid:
             return  # the request carried no rid: closing the stream is all there is
-        # Already gone is fine: closing the stream aborts it anyway. RuntimeError: the
-        # client was closed meanwhile (the app quitting); its closed socket aborts too.
-        with contextlib.suppress(httpx2.HTTPError, OSError, RuntimeError):
-            self._http.post(
+        # A connection of its own, closed here: this runs on a thread of its own, and the
+        # shared pool may be closed meanwhile (the app quitting, a test ending), which
+        # would leave a connection opened after the close to the garbage collector.
+        # Already gone is fine: closing the stream aborts it anyway.
+        with (
+            contextlib.suppress(httpx2.HTTPError, OSError, RuntimeError),
+            http_client(self.url, httpx2.Timeout(3, connect=CONNECT_TIMEOUT_S)) as http,
+        ):
+            http.post(
                 self.root + "/abort_request",
                 json={"rid": rid},
                 headers=auth_headers(self.api_key),
-                timeout=3,
             )
 
 
