@@ -6,18 +6,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import (
-    QCheckBox,
-    QHBoxLayout,
-    QLabel,
-    QPlainTextEdit,
-    QPushButton,
-    QSplitter,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import Signal, Slot
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from desktop.answering import conversation as rules
 from desktop.answering.events import Finished, Sent, Stored, Usage
@@ -27,21 +17,14 @@ from desktop.answering.service import Question
 from desktop.answering.threads import Thread
 from desktop.answers import StoredAnswer
 from desktop.documents.model import Document
-from desktop.errors import (
-    Cancelled,
-    DocumentTooLarge,
-    LongdocError,
-    OtherPages,
-    Remedy,
-    ServerSetupError,
-    ServerUnavailable,
-    ThreadTooLong,
-    remedy_for,
-)
+from desktop.errors import Cancelled, OtherPages, Remedy
 from desktop.ui import messages, tasks
 from desktop.ui.answer_export import AnswerExport
+from desktop.ui.answer_failure import show_failure
 from desktop.ui.answer_stream import show_batch
 from desktop.ui.answer_view import AnswerView
+from desktop.ui.ask_form import ASK_TIP, AskRow, question_edit
+from desktop.ui.ask_form import QuestionEdit as QuestionEdit
 from desktop.ui.pages_budget import PagesBudget
 from desktop.ui.question_history import QuestionHistory
 from desktop.ui.quote_checks import QUOTE_CHECK_INLINE_CHARS as QUOTE_CHECK_INLINE_CHARS
@@ -53,20 +36,6 @@ from desktop.ui.warm_up import WarmUp
 log = logging.getLogger("longdoc.ui.ask")
 
 
-class QuestionEdit(QPlainTextEdit):
-    """Enter asks, Shift+Enter breaks the line."""
-
-    submitted = Signal()
-
-    def keyPressEvent(self, event: QKeyEvent) -> None:
-        enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
-        if enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
-            self.submitted.emit()
-            event.accept()
-            return
-        super().keyPressEvent(event)
-
-
 class AskPanel(QWidget):
     """The right-hand side of the window."""
 
@@ -76,6 +45,8 @@ class AskPanel(QWidget):
     quote_clicked = Signal(str, int)  # a checked quote and the page it is on
     server_start_requested = Signal()
     settings_requested = Signal()
+    # The remedy "Check this workstation…" (Help ▸ Check this workstation) was chosen.
+    workstation_check_requested = Signal()
     busy_changed = Signal(bool)
 
     def __init__(self, session: Session, parent: QWidget | None = None) -> None:
@@ -101,7 +72,6 @@ class AskPanel(QWidget):
         self.questions = QuestionHistory(session)
         self.questions.picked.connect(self._on_questions_picked)
         self.history_list = self.questions.list
-        self.history_title = self.questions.title
 
         self.answer_view = AnswerView()
         self.answer_view.citation_clicked.connect(self.citation_clicked)
@@ -115,43 +85,18 @@ class AskPanel(QWidget):
             self, lambda: self.document, lambda: self.answer_view.answer, lambda: self.history
         )
 
-        self.conversation = ThreadSelector(self.answer_view)
+        self.conversation = ThreadSelector(self.questions, self.answer_view)
         self.conversation.new_thread_requested.connect(self.new_thread)
         self.conversation.citation_clicked.connect(self.citation_clicked)
+        self.answer_view.answer_began.connect(self.conversation.room_for_answer)
         self.thread_label = self.conversation.label
         self.new_thread_button = self.conversation.new_button
         self.thread_view = self.conversation.view
-
-        self.splitter = QSplitter(Qt.Orientation.Vertical)
-        self.splitter.setObjectName("askSplitter")
-        self.splitter.addWidget(self.questions)
-        self.splitter.addWidget(self.conversation)
-        self.splitter.setStretchFactor(0, 1)
-        self.splitter.setStretchFactor(1, 4)
-        self.splitter.setChildrenCollapsible(False)
+        self.splitter = self.conversation.splitter  # the window keeps its sizes
 
         self.warm_label = self.warm_up.label
-        self.question_edit = QuestionEdit()
-        self.question_edit.setObjectName("question")
-        self.question_edit.setPlaceholderText(
-            "Ask about the whole document… (Enter asks, Shift+Enter for a new line)"
-        )
-        self.question_edit.setTabChangesFocus(True)
+        self.question_edit = question_edit()
         self.question_edit.submitted.connect(self.ask)
-        metrics = self.question_edit.fontMetrics()
-        self.question_edit.setFixedHeight(metrics.lineSpacing() * 3 + 14)
-
-        self.think_box = QCheckBox("Think")
-        self.think_box.setToolTip("Let the model reason before answering (slower, often better)")
-        self.think_box.setChecked(session.settings.thinking)
-        self.ask_button = QPushButton("Ask")
-        self.ask_button.setDefault(True)
-        self.ask_button.setToolTip("Ask (Enter, or Ctrl+Enter anywhere)")
-        self.ask_button.clicked.connect(self._on_ask_button_clicked)
-        self.stop_button = QPushButton("Stop")
-        self.stop_button.setToolTip("Stop the answer (Esc); what arrived is kept")
-        self.stop_button.clicked.connect(self.stop)
-        self.stop_button.setEnabled(False)
 
         self.budget = PagesBudget(
             session,
@@ -168,26 +113,26 @@ class AskPanel(QWidget):
         self.pages_hint = self.budget.pages_hint
         self.suggest_button = self.budget.suggest_button
         self.budget.suggestion_used.connect(self.question_edit.setFocus)
+
+        self.ask_row = AskRow(
+            [self.pages_edit, self.suggest_button], self.pages_hint, session.settings.thinking
+        )
+        self.think_box = self.ask_row.think_box
+        self.ask_button = self.ask_row.ask_button
+        self.ask_button.clicked.connect(self._on_ask_button_clicked)
+        self.stop_button = self.ask_row.stop_button
+        self.stop_button.clicked.connect(self.stop)
         self.question_edit.textChanged.connect(self.budget.schedule)
         self.think_box.toggled.connect(self.budget.schedule)
 
-        row = QHBoxLayout()
-        row.addWidget(QLabel("Pages:"))
-        row.addWidget(self.pages_edit)
-        row.addWidget(self.suggest_button)
-        row.addWidget(self.pages_hint, 1)
-        row.addWidget(self.think_box)
-        row.addWidget(self.stop_button)
-        row.addWidget(self.ask_button)
-
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
-        layout.addWidget(self.splitter, 1)
+        layout.addWidget(self.conversation, 1)
         layout.addWidget(self.budget_bar)
         layout.addWidget(self.target_label)
         layout.addWidget(self.warm_label)
         layout.addWidget(self.question_edit)
-        layout.addLayout(row)
+        layout.addWidget(self.ask_row)
 
         self.set_document(None)
 
@@ -210,7 +155,7 @@ class AskPanel(QWidget):
         self.quote_checks.reset()
         self._set_thread(None)
         self.answer_view.set_pages(doc.pages if doc is not None else [])
-        self.questions.clear(doc)
+        self.questions.reset(doc)
         self.answer_view.reset()
         self.pages_edit.clear()
         self._unanswerable = document_unanswerable(doc) if doc is not None else None
@@ -263,9 +208,7 @@ class AskPanel(QWidget):
         """Ask is enabled when a document that has text is open and no answer is running."""
         reason = self._unanswerable
         self.ask_button.setEnabled(self.document is not None and reason is None and not self.busy)
-        self.ask_button.setToolTip(
-            f"Cannot ask: {reason}" if reason else "Ask (Enter, or Ctrl+Enter anywhere)"
-        )
+        self.ask_button.setToolTip(f"Cannot ask: {reason}" if reason else ASK_TIP)
 
     def _update_target(self) -> None:
         self.budget.update_target()
@@ -359,6 +302,8 @@ class AskPanel(QWidget):
             return False
         question = Question(doc, text, pages, self.think_box.isChecked(), use_cache, thread=thread)
         self.thread_view.show_turns(thread.turns if thread is not None else [])
+        if thread is not None and thread.turns:
+            self.conversation.room_while_waiting()  # the previous answer, to read meanwhile
         scope = page_scope(pages.first, pages.last, doc.pages) if pages is not None else ""
         self.cancel_warm_up()  # the question prefills the document itself
         self._question = question
@@ -366,7 +311,7 @@ class AskPanel(QWidget):
         # A follow-up shows the previous answer once: as the thread's latest turn above.
         self.answer_view.start(text, scope, keep_previous=not (thread and thread.turns))
         self.question_edit.clear()  # asked: the box is ready for the next question
-        self.history_list.clearSelection()
+        self.questions.clearSelection()
         session = self.session
         task = tasks.run_stream(
             lambda cancel: session.answerer().ask(question, cancel),
@@ -402,7 +347,7 @@ class AskPanel(QWidget):
     def _set_busy(self, busy: bool) -> None:
         self._update_ask_button()
         self.stop_button.setEnabled(busy)
-        self.history_list.setEnabled(not busy)
+        self.questions.setEnabled(not busy)
         self.new_thread_button.setEnabled(not busy and self.current_thread is not None)
         self.busy_changed.emit(busy)
 
@@ -448,25 +393,12 @@ class AskPanel(QWidget):
             return
         self._task = None
         self._set_busy(False)
+        first = self._question.page_range().first if self._question else 1
+        pages = self.document.pages if self.document else []
         managed = not self.session.settings.endpoint
-        if isinstance(exc, Cancelled):
-            self.answer_view.fail("Stopped. What arrived is kept in the history as incomplete.")
-        elif isinstance(exc, DocumentTooLarge):
-            first = self._question.page_range().first if self._question else 1
-            pages = self.document.pages if self.document else []
-            self.answer_view.fail(messages.too_large(exc, pages, first))
-            self.refresh_budget()
+        if show_failure(self.answer_view, exc, managed, pages, first):
+            self.refresh_budget()  # too large: the budget says by how much, pick pages
             self.pages_edit.setFocus()
-        elif isinstance(exc, ThreadTooLong | ServerUnavailable | ServerSetupError):
-            # The core's words and remedy: a new thread; start the managed server (or,
-            # for another server, the settings); a wrong setting in the settings.
-            self.answer_view.fail(exc.in_app, remedy_for(exc, managed))
-        elif isinstance(exc, LongdocError):
-            self.answer_view.fail(str(exc))
-            messages.error(exc)
-        else:
-            self.answer_view.fail(messages.describe(exc))
-            messages.error(exc, self, serious=True)
         self.refresh_history()
         self.answer_finished.emit(exc)
 
@@ -492,6 +424,7 @@ class AskPanel(QWidget):
         if self.answer_view.answer is None or self.answer_view.answer.id != latest.id:
             self.answer_view.show_answer(latest, len(doc.pages))
             self.check_quotes(latest)
+        self.conversation.room_for_answer()
         whole = (thread.first_page, thread.last_page) == (1, len(doc.pages))
         self.pages_edit.setText("" if whole else f"{thread.first_page}-{thread.last_page}")
         self.refresh_budget()
@@ -550,7 +483,7 @@ class AskPanel(QWidget):
         self._set_thread(None)
         self.thread_view.show_turns([])
         self.answer_view.reset()
-        self.history_list.clearSelection()
+        self.questions.clearSelection()
         self.question_edit.setFocus()
         self.refresh_budget()
 
@@ -570,6 +503,9 @@ class AskPanel(QWidget):
             self.new_thread()
         elif remedy is Remedy.CHOOSE_PAGES:
             self.pages_edit.setFocus()
+        elif remedy is Remedy.CHECK_WORKSTATION:
+            self.workstation_check_requested.emit()
+            messages.check_workstation()
 
     # --- copy and export ----------------------------------------------------------------
 

@@ -1,0 +1,56 @@
+"""Two groups side by side where they fit, one above the other where the panel is narrow:
+nothing is squeezed below its words (a "Thinl" for "Think" at the minimum size)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import QBoxLayout, QHBoxLayout, QSizePolicy, QWidget
+
+
+class WrappingRow(QWidget):
+    """``first`` then ``second`` (both horizontal layouts) on one row when the width
+    holds both at their preferred sizes, else on two."""
+
+    def __init__(
+        self,
+        first: QHBoxLayout,
+        second: QHBoxLayout,
+        first_width: Callable[[], int] | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        # The first group's width on one line (a wrapping label's hint is narrower).
+        self.first_width = first_width or (lambda: first.sizeHint().width())
+        self.first = first
+        self.second = second
+        self.box = QBoxLayout(QBoxLayout.Direction.LeftToRight, self)
+        self.box.setContentsMargins(0, 0, 0, 0)
+        self.box.addLayout(first, 1)
+        self.box.addLayout(second)
+
+    @property
+    def wrapped(self) -> bool:
+        """The second group is on a row of its own."""
+        return self.box.direction() == QBoxLayout.Direction.TopToBottom
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """One row when both groups fit side by side at their preferred widths."""
+        self.arrange(event.size().width())
+        super().resizeEvent(event)
+
+    def arrange(self, width: int | None = None) -> None:
+        """Choose one row or two for ``width`` (now: after the groups' words changed)."""
+        spacing = max(self.box.spacing(), 0)
+        needed = self.first_width() + spacing + self.second.sizeHint().width()
+        fits = (self.width() if width is None else width) >= needed
+        direction = QBoxLayout.Direction.LeftToRight if fits else QBoxLayout.Direction.TopToBottom
+        if direction != self.box.direction():
+            self.box.setDirection(direction)
+
+
+def unsqueezable(widget: QWidget) -> QWidget:
+    """``widget`` never narrower than its size hint (its words), never taller."""
+    widget.setSizePolicy(QSizePolicy.Policy.Minimum, QSizePolicy.Policy.Fixed)
+    return widget
