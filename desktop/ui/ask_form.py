@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
+from desktop.ui import messages
 from desktop.ui.wrapping_row import WrappingRow, unsqueezable
 
 QUESTION_LINES = 2  # the box's height; a longer question scrolls inside it
@@ -69,3 +78,46 @@ def question_edit() -> QuestionEdit:
     document = 2 * edit.document().documentMargin()
     edit.setFixedHeight(round(metrics.lineSpacing() * QUESTION_LINES + frame + document))
     return edit
+
+
+class AskForm(QWidget):
+    """The question box over the pages row, Think, Stop and Ask (``submitted``: Enter in
+    the box or the Ask button)."""
+
+    submitted = Signal()
+
+    def __init__(
+        self, pages: list[QWidget], hint: QWidget, thinking: bool, parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.question_edit = question_edit()
+        self.question_edit.submitted.connect(self.submitted)
+        self.row = AskRow(pages, hint, thinking)
+        self.row.ask_button.clicked.connect(self.submitted)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.question_edit)
+        layout.addWidget(self.row)
+
+    def set_askable(self, open_: bool, reason: str | None, busy: bool) -> None:
+        """Typing needs an open document; Ask also one that can be asked about (else
+        ``reason`` is in its tooltip) and no answer running."""
+        self.question_edit.setEnabled(open_)
+        self.row.think_box.setEnabled(open_)
+        self.row.ask_button.setEnabled(open_ and reason is None and not busy)
+        self.row.ask_button.setToolTip(f"Cannot ask: {reason}" if reason else ASK_TIP)
+        self.row.stop_button.setEnabled(busy)
+
+    def fill(self, question: str, thinking: bool) -> None:
+        """The box and Think as they were for a question asked before (Ask again)."""
+        self.question_edit.setPlainText(question)
+        self.row.think_box.setChecked(thinking)
+
+    def question(self) -> str | None:
+        """The question typed, or None (the box focused, the user told to type one)."""
+        text = self.question_edit.toPlainText().strip()
+        if not text:
+            self.question_edit.setFocus()
+            messages.info("Type a question first.")
+            return None
+        return text

@@ -10,9 +10,8 @@ from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from desktop.answering import conversation as rules
-from desktop.answering.events import Finished, Sent, Stored, Usage
+from desktop.answering.events import Sent, Stored
 from desktop.answering.format import scope as page_scope
-from desktop.answering.prompt import PageRange
 from desktop.answering.service import Question
 from desktop.answering.threads import Thread
 from desktop.answers import StoredAnswer
@@ -20,16 +19,18 @@ from desktop.documents.model import Document
 from desktop.errors import Cancelled, OtherPages, Remedy
 from desktop.ui import messages, tasks
 from desktop.ui.answer_export import AnswerExport
-from desktop.ui.answer_failure import show_failure
+from desktop.ui.answer_failure import STOPPED, show_failure
+from desktop.ui.answer_run import AnswerRun
 from desktop.ui.answer_stream import show_batch
 from desktop.ui.answer_view import AnswerView
-from desktop.ui.ask_form import ASK_TIP, AskRow, question_edit
+from desktop.ui.ask_form import AskForm
 from desktop.ui.ask_form import QuestionEdit as QuestionEdit
 from desktop.ui.pages_budget import PagesBudget
 from desktop.ui.question_history import QuestionHistory
 from desktop.ui.quote_checks import QUOTE_CHECK_INLINE_CHARS as QUOTE_CHECK_INLINE_CHARS
 from desktop.ui.quote_checks import QuoteChecks
 from desktop.ui.session import BudgetView, Session, document_unanswerable
+from desktop.ui.thread_flow import ThreadFlow
 from desktop.ui.thread_selector import ThreadSelector
 from desktop.ui.warm_up import WarmUp
 
@@ -54,22 +55,22 @@ class AskPanel(QWidget):
         self.session = session
         self.document: Document | None = None
         self._closed = False  # the window is closing: no more background counts
-        self._task: tasks.Task[None] | None = None
-        # Tasks stopped by the user: the panel is given back at once, they end behind it.
-        self._stopped: set[tasks.Task[None]] = set()
-        self._question: Question | None = None
+        self.run = AnswerRun(session, parent=self)
+        self.run.succeeded.connect(self._on_answer_done)
+        self.run.failed.connect(self._on_answer_failed)
+        self.run.stale_ended.connect(self.refresh_history)
         self._unanswerable: str | None = None  # why the open document cannot be asked about
         # Warm-up: the server prefills the open document while nobody asks anything.
         self.warm_up = WarmUp(
             session,
             document=lambda: self.document,
             askable=lambda: self._unanswerable is None and not self.busy,
-            pages=self._pages,
+            pages=lambda: self.budget.pages(),
             parent=self,
         )
         self.tokens_received = 0  # answer and reasoning deltas in the current answer
 
-        self.questions = QuestionHistory(session)
+        self.questions = QuestionHistory(session, lambda: self.document)
         self.questions.picked.connect(self._on_questions_picked)
         self.history_list = self.questions.list
 
@@ -93,10 +94,18 @@ class AskPanel(QWidget):
         self.new_thread_button = self.conversation.new_button
         self.thread_view = self.conversation.view
         self.splitter = self.conversation.splitter  # the window keeps its sizes
+        self.threads = ThreadFlow(
+            session,
+            self.conversation,
+            self.answer_view,
+            document=lambda: self.document,
+            idle=lambda: not self.busy and not self._closed,
+            shown=self.check_quotes,
+            set_pages=self._set_pages_text,
+            parent=self,
+        )
 
         self.warm_label = self.warm_up.label
-        self.question_edit = question_edit()
-        self.question_edit.submitted.connect(self.ask)
 
         self.budget = PagesBudget(
             session,
@@ -112,16 +121,17 @@ class AskPanel(QWidget):
         self.pages_edit = self.budget.pages_edit
         self.pages_hint = self.budget.pages_hint
         self.suggest_button = self.budget.suggest_button
-        self.budget.suggestion_used.connect(self.question_edit.setFocus)
-
-        self.ask_row = AskRow(
+        self.form = AskForm(
             [self.pages_edit, self.suggest_button], self.pages_hint, session.settings.thinking
         )
-        self.think_box = self.ask_row.think_box
-        self.ask_button = self.ask_row.ask_button
-        self.ask_button.clicked.connect(self._on_ask_button_clicked)
-        self.stop_button = self.ask_row.stop_button
+        self.question_edit = self.form.question_edit
+        self.budget.suggestion_used.connect(self.question_edit.setFocus)
+
+        self.think_box = self.form.row.think_box
+        self.ask_button = self.form.row.ask_button
+        self.stop_button = self.form.row.stop_button
         self.stop_button.clicked.connect(self.stop)
+        self.form.submitted.connect(self._on_form_submitted)
         self.question_edit.textChanged.connect(self.budget.schedule)
         self.think_box.toggled.connect(self.budget.schedule)
 
@@ -131,8 +141,7 @@ class AskPanel(QWidget):
         layout.addWidget(self.budget_bar)
         layout.addWidget(self.target_label)
         layout.addWidget(self.warm_label)
-        layout.addWidget(self.question_edit)
-        layout.addWidget(self.ask_row)
+        layout.addWidget(self.form)
 
         self.set_document(None)
 
@@ -141,7 +150,11 @@ class AskPanel(QWidget):
     @property
     def busy(self) -> bool:
         """An answer is on its way."""
-        return self._task is not None and not self._task.done
+        return self.run.busy
+
+    @property
+    def _task(self) -> tasks.Task[None] | None:
+        return self.run.task
 
     def set_document(self, doc: Document | None) -> None:
         """Ask about ``doc`` from now on (stops an answer about another document)."""
@@ -153,17 +166,15 @@ class AskPanel(QWidget):
         self.cancel_warm_up()  # superseded by the document opened now
         self.document = doc
         self.quote_checks.reset()
-        self._set_thread(None)
+        self.threads.set(None)
         self.answer_view.set_pages(doc.pages if doc is not None else [])
         self.questions.reset(doc)
         self.answer_view.reset()
         self.pages_edit.clear()
         self._unanswerable = document_unanswerable(doc) if doc is not None else None
-        enabled = doc is not None
-        for widget in (self.question_edit, self.pages_edit, self.think_box):
-            widget.setEnabled(enabled)
+        self.pages_edit.setEnabled(doc is not None)
         self._update_ask_button()
-        self._update_target()
+        self.budget.update_target()
         if doc is None:
             self.budget_bar.show_unknown("")
             return
@@ -187,11 +198,6 @@ class AskPanel(QWidget):
         self.warm_up.enabled = enabled
 
     @property
-    def server_ready(self) -> bool:
-        """The server is up and idle (the window tells us)."""
-        return self.warm_up.server_ready
-
-    @property
     def warming(self) -> bool:
         """A warm-up is running."""
         return self.warm_up.warming
@@ -206,12 +212,7 @@ class AskPanel(QWidget):
 
     def _update_ask_button(self) -> None:
         """Ask is enabled when a document that has text is open and no answer is running."""
-        reason = self._unanswerable
-        self.ask_button.setEnabled(self.document is not None and reason is None and not self.busy)
-        self.ask_button.setToolTip(f"Cannot ask: {reason}" if reason else ASK_TIP)
-
-    def _update_target(self) -> None:
-        self.budget.update_target()
+        self.form.set_askable(self.document is not None, self._unanswerable, self.busy)
 
     @property
     def history(self) -> list[StoredAnswer]:
@@ -220,22 +221,10 @@ class AskPanel(QWidget):
 
     def refresh_history(self, select_id: int | None = None) -> None:
         """Reload the questions asked about the document (off the UI thread)."""
-        doc = self.document
-        if doc is None:
-            return
-        sha = doc.sha256
-
-        def still_open() -> bool:
-            return self.document is not None and self.document.sha256 == sha
-
-        self.questions.refresh(doc, still_open, select_id)
+        self.questions.refresh(select_id)
 
     def _on_questions_picked(self, answer: StoredAnswer) -> None:
-        if self.busy or self.document is None:
-            return
-        self.answer_view.show_answer(answer, len(self.document.pages))
-        self.check_quotes(answer)
-        self._open_thread_at(answer)
+        self.open_answer(answer)
 
     # --- budget and pages (desktop/ui/pages_budget.py) -----------------------------------
 
@@ -247,14 +236,10 @@ class AskPanel(QWidget):
         """Recount the prompt against the server's context (off the UI thread)."""
         self.budget.refresh()
 
-    def _pages(self) -> PageRange | None:
-        """The chosen range; None for the whole document. Raises ValueError."""
-        return self.budget.pages()
-
     # --- asking ---------------------------------------------------------------------------
 
     @Slot()
-    def _on_ask_button_clicked(self) -> None:
+    def _on_form_submitted(self) -> None:
         self.ask()
 
     @Slot()
@@ -262,13 +247,11 @@ class AskPanel(QWidget):
         answer = self.answer_view.answer
         if answer is not None and self.document is not None:
             again = rules.ask_again(answer, self.current_thread, len(self.document.pages))
-            self.question_edit.setPlainText(again.question)
+            self.form.fill(again.question, again.thinking)
             pages = again.pages
             self.pages_edit.setText("" if pages is None else f"{pages.first}-{pages.last}")
-            self.think_box.setChecked(again.thinking)
-            self._set_thread(again.thread)
-            if again.thread is None:
-                self.thread_view.show_turns([])
+            self.threads.clear()  # the question shows the turns it is asked after
+            self.threads.set(again.thread)
         self.ask(use_cache=False)
 
     def ask(self, use_cache: bool = True) -> bool:
@@ -282,13 +265,11 @@ class AskPanel(QWidget):
         if self._unanswerable is not None:
             messages.warning(f"Cannot ask about {Path(doc.path).name}: {self._unanswerable}.")
             return False
-        text = self.question_edit.toPlainText().strip()
-        if not text:
-            self.question_edit.setFocus()
-            messages.info("Type a question first.")
+        text = self.form.question()
+        if text is None:
             return False
         try:
-            pages = self._pages()
+            pages = self.budget.pages()
         except ValueError as exc:
             self.pages_hint.setText(str(exc))
             self.pages_edit.setFocus()
@@ -301,52 +282,31 @@ class AskPanel(QWidget):
             self.answer_view.fail(exc.in_app, exc.remedy)
             return False
         question = Question(doc, text, pages, self.think_box.isChecked(), use_cache, thread=thread)
-        self.thread_view.show_turns(thread.turns if thread is not None else [])
-        if thread is not None and thread.turns:
-            self.conversation.room_while_waiting()  # the previous answer, to read meanwhile
+        self.threads.asking(thread)
         scope = page_scope(pages.first, pages.last, doc.pages) if pages is not None else ""
         self.cancel_warm_up()  # the question prefills the document itself
-        self._question = question
         self.tokens_received = 0
         # A follow-up shows the previous answer once: as the thread's latest turn above.
         self.answer_view.start(text, scope, keep_previous=not (thread and thread.turns))
         self.question_edit.clear()  # asked: the box is ready for the next question
         self.questions.clearSelection()
-        session = self.session
-        task = tasks.run_stream(
-            lambda cancel: session.answerer().ask(question, cancel),
-            receiver=self,
-            # Once stopped, what still arrives is stored by the core, not shown.
-            events=lambda batch: self._on_answer_events(batch) if task is self._task else None,
-            success=lambda _: self._on_answer_done(task),
-            failure=lambda exc: self._on_answer_failed(task, exc),
-            name="answer",
-        )
-        self._task = task
+        # Looked up at each batch: the UI benchmark wraps the handler.
+        self.run.start(question, lambda batch: self._on_answer_events(batch))
         self._set_busy(True)
         self.answer_started.emit()
         return True
 
     def stop(self) -> None:
-        """Stop the answer and give the panel back at once.
-
-        The request is cancelled (the connection shut down, the server told to abort) and
-        the core stores what arrived as incomplete behind the panel; nothing waits for it.
-        """
-        task = self._task
-        if task is None or task.done:
+        """Stop the answer and give the panel back at once; the core stores what arrived
+        as incomplete behind it (see ``AnswerRun.stop``)."""
+        if not self.run.stop():
             return
-        task.cancel()
-        self._task = None
-        self._stopped.add(task)
-        task.finished.connect(lambda: self._stopped.discard(task))
         self._set_busy(False)
-        self.answer_view.fail("Stopped. What arrived is kept in the history as incomplete.")
+        self.answer_view.fail(STOPPED)
         self.answer_finished.emit(Cancelled())
 
     def _set_busy(self, busy: bool) -> None:
         self._update_ask_button()
-        self.stop_button.setEnabled(busy)
         self.questions.setEnabled(not busy)
         self.new_thread_button.setEnabled(not busy and self.current_thread is not None)
         self.busy_changed.emit(busy)
@@ -356,44 +316,32 @@ class AskPanel(QWidget):
         self.tokens_received += show_batch(batch, self.answer_view, self._on_answer_event)
 
     def _on_answer_event(self, event: Any) -> None:
+        # Usage and Finished: the stored answer carries the same figures.
         doc = self.document
         if isinstance(event, Sent):
-            # After a warm-up of these pages the server reads only the question.
-            pages = PageRange(event.first_page, event.last_page)
-            warm = doc is not None and self.warm_up.holds(doc, pages)
-            self.answer_view.on_sent(
-                event, self.session.prefill_guess(event, self.history, warm=warm)
-            )
+            self.answer_view.on_sent(event, self.warm_up.prefill_guess(event, self.history))
         elif isinstance(event, Stored):
-            if doc is not None and not event.from_cache:
-                answer = event.answer  # the server holds these pages now
-                pages = PageRange(answer.first_page, answer.last_page)
-                self.warm_up.remember(doc, pages)
+            self.warm_up.answered(event.answer, event.from_cache)
             self.answer_view.finish(event, len(doc.pages) if doc else 0)
             self.check_quotes(event.answer)
             self.session.learn([event.answer])
             self.refresh_history(select_id=event.answer.id)
             if event.thread_id is not None:
-                self._join_thread(event.thread_id, event.answer)
-        elif isinstance(event, Usage | Finished):
-            pass  # the stored answer carries the same figures
+                # The turns the question was asked after: the core put exactly these before.
+                asked = self.run.question.thread if self.run.question is not None else None
+                self.threads.join(asked, event.thread_id, event.answer)
 
-    def _on_answer_done(self, task: tasks.Task[None]) -> None:
-        if task is not self._task:  # stopped by the user, then it finished anyway
-            self.refresh_history()
-            return
-        self._task = None
+    @Slot()
+    def _on_answer_done(self) -> None:
         self._set_busy(False)
         answer = self.answer_view.answer
         self.answer_finished.emit(answer)
 
-    def _on_answer_failed(self, task: tasks.Task[None], exc: BaseException) -> None:
-        if task is not self._task:  # stopped: the panel was given back already
-            self.refresh_history()
-            return
-        self._task = None
+    @Slot(object)
+    def _on_answer_failed(self, exc: BaseException) -> None:
         self._set_busy(False)
-        first = self._question.page_range().first if self._question else 1
+        question = self.run.question
+        first = question.page_range().first if question else 1
         pages = self.document.pages if self.document else []
         managed = not self.session.settings.endpoint
         if show_failure(self.answer_view, exc, managed, pages, first):
@@ -407,54 +355,11 @@ class AskPanel(QWidget):
     @property
     def current_thread(self) -> Thread | None:
         """The conversation a question continues; None: the next question starts a thread."""
-        return self.conversation.current
-
-    def _set_thread(self, thread: Thread | None) -> None:
-        self.conversation.set_thread(thread, self.busy)
-
-    def _show_thread(self, thread: Thread) -> None:
-        """A loaded thread: earlier turns above, the latest one as the current answer."""
-        doc = self.document
-        self._set_thread(thread)
-        if doc is None or not thread.turns:
-            self.thread_view.show_turns([])
-            return
-        *earlier, latest = thread.turns
-        self.thread_view.show_turns(earlier)
-        if self.answer_view.answer is None or self.answer_view.answer.id != latest.id:
-            self.answer_view.show_answer(latest, len(doc.pages))
-            self.check_quotes(latest)
-        self.conversation.room_for_answer()
-        whole = (thread.first_page, thread.last_page) == (1, len(doc.pages))
-        self.pages_edit.setText("" if whole else f"{thread.first_page}-{thread.last_page}")
-        self.refresh_budget()
+        return self.threads.current
 
     def load_last_thread(self) -> None:
         """Show the document's last thread, as it was left (off the UI thread)."""
-        doc = self.document
-        if doc is None:
-            return
-        store = self.session.store
-
-        def loaded(thread: Thread | None) -> None:
-            # Still this document, and nothing asked or started meanwhile?
-            idle = not self.busy and not self._closed and self.current_thread is None
-            if self.document is doc and idle and thread:
-                self._show_thread(thread)
-
-        tasks.run_call(
-            lambda: store.last_thread(doc.sha256),
-            receiver=self,
-            success=loaded,
-            name="last thread",
-        )
-
-    def _join_thread(self, thread_id: int, answer: StoredAnswer) -> None:
-        """The answer became the thread's latest turn (as the core stored it): show it at
-        once, so a question typed right after it follows up."""
-        # The turns the question was asked after: the core put exactly these before it.
-        asked = self._question.thread if self._question is not None else None
-        self._show_thread(rules.with_turn(asked, thread_id, answer))
+        self.threads.load_last()
 
     def open_answer(self, answer: StoredAnswer) -> None:
         """Show a stored answer about the open document and continue its thread (a search
@@ -463,28 +368,20 @@ class AskPanel(QWidget):
             return
         self.answer_view.show_answer(answer, len(self.document.pages))
         self.check_quotes(answer)
-        self._open_thread_at(answer)
-
-    def _open_thread_at(self, answer: StoredAnswer) -> None:
-        """An answer picked from the history: its thread up to it, so the next question
-        follows up on what is shown (after later turns, the core starts a branch)."""
-        thread = self.current_thread
-        if thread is not None and thread.turns and thread.turns[-1].id == answer.id:
-            return
-        found = self.session.store.thread_with_answer(answer.id)  # one indexed query
-        if found is None:
-            return  # not a turn (stopped or failed): the conversation stays as it was
-        self._show_thread(rules.up_to(found, answer.id))
+        self.threads.open_at(answer)
 
     def new_thread(self) -> None:
         """Start afresh: no earlier turns shown or sent; the next question opens a thread."""
         if self.busy or self.document is None:
             return
-        self._set_thread(None)
-        self.thread_view.show_turns([])
+        self.threads.clear()
         self.answer_view.reset()
         self.questions.clearSelection()
         self.question_edit.setFocus()
+        self.refresh_budget()
+
+    def _set_pages_text(self, text: str) -> None:
+        self.pages_edit.setText(text)
         self.refresh_budget()
 
     # --- quote checks -------------------------------------------------------------------
@@ -495,17 +392,19 @@ class AskPanel(QWidget):
 
     @Slot(object)
     def _on_answer_view_action_requested(self, remedy: Remedy) -> None:
-        if remedy is Remedy.START_SERVER:
-            self.server_start_requested.emit()
-        elif remedy is Remedy.OPEN_SETTINGS:
-            self.settings_requested.emit()
-        elif remedy is Remedy.NEW_THREAD:
-            self.new_thread()
-        elif remedy is Remedy.CHOOSE_PAGES:
-            self.pages_edit.setFocus()
-        elif remedy is Remedy.CHECK_WORKSTATION:
-            self.workstation_check_requested.emit()
-            messages.check_workstation()
+        act = {
+            Remedy.START_SERVER: self.server_start_requested.emit,
+            Remedy.OPEN_SETTINGS: self.settings_requested.emit,
+            Remedy.NEW_THREAD: self.new_thread,
+            Remedy.CHOOSE_PAGES: self.pages_edit.setFocus,
+            Remedy.CHECK_WORKSTATION: self._check_workstation,
+        }
+        act[remedy]()
+
+    def _check_workstation(self) -> None:
+        """Help ▸ Check this workstation (the doctor dialog the window registered)."""
+        self.workstation_check_requested.emit()
+        messages.check_workstation()
 
     # --- copy and export ----------------------------------------------------------------
 
@@ -535,10 +434,4 @@ class AskPanel(QWidget):
         self._closed = True
         self.budget.stop()
         self.cancel_warm_up()
-        running = [t for t in (self._task, *self._stopped) if t is not None and not t.done]
-        for task in running:
-            task.cancel()
-            task.detach()
-        self._task = None
-        if running:
-            tasks.wait_all(timeout_ms)
+        self.run.shutdown(timeout_ms)

@@ -19,10 +19,16 @@ class QuestionHistory(QComboBox):
 
     picked = Signal(object)  # StoredAnswer
 
-    def __init__(self, session: Session, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        session: Session,
+        document: Callable[[], Document | None],
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("questionSelector")
         self.session = session
+        self._document = document  # the open one
         self.answers: list[StoredAnswer] = []
         self._doc: Document | None = None
         self.list = QListWidget()
@@ -72,12 +78,17 @@ class QuestionHistory(QComboBox):
         self.setPlaceholderText(text)
         self.setToolTip(f"{text}: choose one to show its answer")
 
-    def refresh(self, doc: Document, still_open: Callable[[], bool], select_id: int | None) -> None:
-        """Reload the questions asked about ``doc`` (off the UI thread)."""
+    def refresh(self, select_id: int | None = None) -> None:
+        """Reload the questions asked about the open document (off the UI thread), then
+        choose ``select_id``'s."""
+        doc = self._document()
+        if doc is None:
+            return
         store = self.session.store
 
         def loaded(answers: list[StoredAnswer]) -> None:
-            if still_open():
+            now = self._document()
+            if now is not None and now.sha256 == doc.sha256:
                 self._fill(answers, select_id)
 
         tasks.run_call(
