@@ -3,7 +3,7 @@ above it, the badge of a saved answer (no server call)."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QPalette, QTextDocument
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
@@ -28,9 +28,21 @@ class SavedBadge(QLabel):
         # Sizes in em: they follow the platform's font.
         self.setStyleSheet(
             "#savedAnswerBadge { background: palette(highlight); color: palette(highlighted-text);"
-            " border-radius: 0.4em; padding: 0.1em 0.6em; font-weight: bold; }"
+            " border-radius: 0.4em; padding: 0.1em 0.6em; }"
         )
+        font = self.font()
+        font.setBold(True)
+        self.setFont(font)
         self.hide()
+
+    def sizeHint(self) -> QSize:
+        """One line where the panel has the room (a wrapping label's own hint is narrower
+        than its words); it wraps only where it must."""
+        hint = super().sizeHint()
+        margins = self.contentsMargins()
+        metrics = self.fontMetrics()
+        one_line = metrics.horizontalAdvance(self.text()) + metrics.averageCharWidth()
+        return QSize(one_line + margins.left() + margins.right(), hint.height())
 
     def show_for(self, created_at: float) -> None:
         """Shown for an answer saved at ``created_at``."""

@@ -45,10 +45,12 @@ from desktop.ui.quote_marks import (
     marks_for,
     status_of,
 )
+from desktop.ui.wrapping_row import min_height_for_width
 
 # Answer text a little larger than the interface's, as reading apps set body text.
 FONT_SCALE = 1.12
 MEASURE_CHARS = 80
+MIN_LINES = 5
 
 
 def quote_summary(checks: Sequence[QuoteCheck], pages: Sequence[Page]) -> tuple[str, str]:
@@ -179,6 +181,8 @@ class AnswerView(QWidget):
 
         self.browser = AnswerBrowser()
         self.browser.setObjectName("answer")
+        # Squeezed (the minimum window), the answer keeps a few lines; the area scrolls.
+        self.browser.setMinimumHeight(self.browser.fontMetrics().lineSpacing() * MIN_LINES)
         # Never let Qt follow a link: only our citations act, in _on_browser_anchor_clicked.
         self.browser.setOpenLinks(False)
         self.browser.setOpenExternalLinks(False)
@@ -212,7 +216,7 @@ class AnswerView(QWidget):
         notice = QHBoxLayout()
         notice.addWidget(self.notice_label, 1)
         notice.addWidget(self.notice_button, 0, Qt.AlignmentFlag.AlignTop)
-        layout = QVBoxLayout(self)
+        self.box = layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(layout.spacing() // 2)  # one block: the answer and its lines
         layout.addWidget(self.question_label)
@@ -229,6 +233,11 @@ class AnswerView(QWidget):
         self._first_token = False
         self.answer: StoredAnswer | None = None
         self.reset()
+
+    def heightForWidth(self, width: int) -> int:
+        """Its lines at ``width`` with the answer at its smallest: the area around it
+        scrolls only below that (the minimum window)."""
+        return min_height_for_width(self.box, width)
 
     # --- states ----------------------------------------------------------------------
 

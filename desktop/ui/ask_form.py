@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtGui import QKeyEvent, QResizeEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.ui import messages
-from desktop.ui.wrapping_row import WrappingRow, unsqueezable
+from desktop.ui.wrapping_row import WrappingRow, keep_lines, unsqueezable
 
 QUESTION_LINES = 2  # the box's height; a longer question scrolls inside it
 ASK_TIP = "Ask (Enter, or Ctrl+Enter anywhere)"
@@ -81,23 +81,34 @@ def question_edit() -> QuestionEdit:
 
 
 class AskForm(QWidget):
-    """The question box over the pages row, Think, Stop and Ask (``submitted``: Enter in
-    the box or the Ask button)."""
+    """The lines ``above`` it (budget, target, warm-up), the question box, the pages row,
+    Think, Stop and Ask (``submitted``: Enter in the box or the Ask button)."""
 
     submitted = Signal()
 
     def __init__(
-        self, pages: list[QWidget], hint: QWidget, thinking: bool, parent: QWidget | None = None
+        self,
+        above: list[QWidget],
+        pages: list[QWidget],
+        hint: QWidget,
+        thinking: bool,
+        parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.question_edit = question_edit()
         self.question_edit.submitted.connect(self.submitted)
         self.row = AskRow(pages, hint, thinking)
         self.row.ask_button.clicked.connect(self.submitted)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.question_edit)
-        layout.addWidget(self.row)
+        self.box = QVBoxLayout(self)
+        self.box.setContentsMargins(0, 0, 0, 0)
+        for widget in (*above, self.question_edit, self.row):
+            self.box.addWidget(widget)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """Never shorter than its wrapped lines need at this width: the window's minimum
+        height follows (Qt's own minimum counts a wrapping label as one line)."""
+        super().resizeEvent(event)
+        keep_lines(self, self.box, event.size().width())
 
     def set_askable(self, open_: bool, reason: str | None, busy: bool) -> None:
         """Typing needs an open document; Ask also one that can be asked about (else

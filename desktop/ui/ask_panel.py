@@ -122,7 +122,10 @@ class AskPanel(QWidget):
         self.pages_hint = self.budget.pages_hint
         self.suggest_button = self.budget.suggest_button
         self.form = AskForm(
-            [self.pages_edit, self.suggest_button], self.pages_hint, session.settings.thinking
+            [self.budget_bar, self.target_label, self.warm_label],
+            [self.pages_edit, self.suggest_button],
+            self.pages_hint,
+            session.settings.thinking,
         )
         self.question_edit = self.form.question_edit
         self.budget.suggestion_used.connect(self.question_edit.setFocus)
@@ -138,9 +141,6 @@ class AskPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(self.conversation, 1)
-        layout.addWidget(self.budget_bar)
-        layout.addWidget(self.target_label)
-        layout.addWidget(self.warm_label)
         layout.addWidget(self.form)
 
         self.set_document(None)

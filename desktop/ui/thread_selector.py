@@ -4,17 +4,30 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
 
 from desktop.answering.threads import Thread
 from desktop.answers import StoredAnswer
 from desktop.ui.thread_view import ThreadView
+from desktop.ui.wrapping_row import keep_lines
 
 # The earlier turns' share of the room once the current answer is shown: the answer is
 # the centre of the column (issue 21: at least 45% of the panel and 15 lines in view).
 EARLIER_SHARE = 0.12
 # While a follow-up waits for its first words, the previous answer has the room to read.
 WAITING_SHARE = 0.6
+EARLIER_MIN_LINES = 2
+ANSWER_MIN_LINES = 8
 
 
 class ThreadSelector(QWidget):
@@ -48,15 +61,32 @@ class ThreadSelector(QWidget):
         self.splitter = QSplitter(Qt.Orientation.Vertical)
         self.splitter.setObjectName("askSplitter")
         self.splitter.addWidget(self.view)
-        self.splitter.addWidget(answer_view)
+        # Where the window is too short for the answer's lines (its minimum size), they
+        # scroll as one instead of being drawn over each other.
+        self.answer_area = QScrollArea()
+        self.answer_area.setObjectName("answerArea")
+        self.answer_area.setWidget(answer_view)
+        self.answer_area.setWidgetResizable(True)
+        self.answer_area.setFrameShape(QFrame.Shape.NoFrame)
+        self.answer_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.splitter.addWidget(self.answer_area)
+        # However short the window, a few lines of each stay in view.
+        lines = self.view.fontMetrics().lineSpacing()
+        self.view.setMinimumHeight(lines * EARLIER_MIN_LINES + 2 * self.view.frameWidth())
+        self.answer_area.setMinimumHeight(lines * ANSWER_MIN_LINES)
         self.splitter.setStretchFactor(0, 1)
         self.splitter.setStretchFactor(1, 5)
         self.splitter.setChildrenCollapsible(False)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(header)
-        layout.addWidget(self.label)
-        layout.addWidget(self.splitter, 1)
+        self.box = QVBoxLayout(self)
+        self.box.setContentsMargins(0, 0, 0, 0)
+        self.box.addLayout(header)
+        self.box.addWidget(self.label)
+        self.box.addWidget(self.splitter, 1)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """The thread's line may wrap: never shorter than it and the splitter need."""
+        super().resizeEvent(event)
+        keep_lines(self, self.box, event.size().width())
 
     def set_thread(self, thread: Thread | None, busy: bool) -> None:
         """Continue ``thread`` from now on (None: the next question starts one)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtGui import QResizeEvent
-from PySide6.QtWidgets import QBoxLayout, QHBoxLayout, QSizePolicy, QWidget
+from PySide6.QtWidgets import QBoxLayout, QHBoxLayout, QLayout, QSizePolicy, QWidget
 
 
 class WrappingRow(QWidget):
@@ -48,9 +48,35 @@ class WrappingRow(QWidget):
         direction = QBoxLayout.Direction.LeftToRight if fits else QBoxLayout.Direction.TopToBottom
         if direction != self.box.direction():
             self.box.setDirection(direction)
+            self.box.activate()  # now: what is read next (a link's place) is where it is
 
 
 def unsqueezable(widget: QWidget) -> QWidget:
     """``widget`` never narrower than its size hint (its words), never taller."""
     widget.setSizePolicy(QSizePolicy.Policy.Minimum, QSizePolicy.Policy.Fixed)
     return widget
+
+
+def min_height_for_width(layout: QLayout, width: int) -> int:
+    """What a vertical ``layout`` needs at ``width``: a wrapping label's lines, every
+    other item's minimum (Qt's own minimum counts a wrapping label as one line)."""
+    margins = layout.contentsMargins()
+    inner = width - margins.left() - margins.right()
+    heights = []
+    for index in range(layout.count()):
+        item = layout.itemAt(index)
+        if item is None or item.isEmpty():
+            continue
+        hfw = item.hasHeightForWidth()
+        heights.append(item.heightForWidth(inner) if hfw else item.minimumSize().height())
+    spacing = max(layout.spacing(), 0) * max(len(heights) - 1, 0)
+    return sum(heights) + spacing + margins.top() + margins.bottom()
+
+
+def keep_lines(widget: QWidget, layout: QLayout, width: int) -> None:
+    """Make ``widget`` (laid out vertically by ``layout``) never shorter than its items
+    need at ``width``, so a short window does not draw rows over each other: the
+    window's minimum height follows."""
+    needed = min_height_for_width(layout, width)
+    if needed != widget.minimumHeight():
+        widget.setMinimumHeight(needed)

@@ -3,6 +3,8 @@ its room after a follow-up, the saved-answer badge, no clipped words at the mini
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,11 +30,21 @@ from tests.gui.conftest import FOUR_PAGES, ask, open_document, wait_ready
 from tests.support.sglang_server import FakeSGLang
 
 LONG_ANSWER_TOKENS = 900  # many more lines than any panel shows
+# Where the tests leave their screenshots to be looked at (none when unset):
+#   LONGDOC_SCREENSHOTS=/tmp/shots pytest tests/gui/test_answer_room.py
+SHOTS = os.environ.get("LONGDOC_SCREENSHOTS")
 
 
 def _settle(rounds: int = 10) -> None:
     for _ in range(rounds):
         QApplication.processEvents()
+
+
+def _shoot(widget: QWidget, name: str) -> None:
+    """Save what ``widget`` shows as ``name``.png under LONGDOC_SCREENSHOTS, if set."""
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        assert widget.grab().save(str(Path(SHOTS) / f"{name}.png"))
 
 
 def _follow_up(window: MainWindow, qtbot: QtBot, sglang: FakeSGLang) -> AskPanel:
@@ -66,6 +78,7 @@ def test_after_a_follow_up_the_answer_has_the_room(
     panel = _follow_up(window, qtbot, sglang)
     _settle()
     share, lines = _answer_room(panel)
+    _shoot(window, f"follow-up-{window.width()}x{window.height()}")
     assert share >= 0.45, f"the answer has {share:.0%} of the panel at {window.size()}"
     assert lines >= 15, f"{lines:.1f} lines of the answer in view at {window.size()}"
     # The earlier turn stays in view above it, once.
@@ -98,6 +111,7 @@ def test_a_saved_answer_has_its_own_badge_apart_from_the_server_cache_figure(
     ask(window, qtbot, "What is this document about?")
     _settle()
     assert view.from_cache and badge.isVisible()
+    _shoot(window, "saved-answer-badge")
     assert badge.accessibleName() == SAVED_BADGE_NAME
     assert "no server call" in badge.text() and "asked just now" in badge.text()
     figures = view.figures_label
@@ -157,6 +171,7 @@ def test_no_word_of_the_ask_panel_is_clipped_at_the_minimum_size(
         if size == (1, 1):  # the window's minimum size
             qtbot.waitUntil(lambda: window.size() == window.minimumSizeHint())
         _settle()
+        _shoot(window, f"narrow-{window.width()}x{window.height()}")
         clipped = [
             why
             for widget in panel.findChildren(QWidget)
