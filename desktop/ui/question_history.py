@@ -5,7 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtWidgets import QComboBox, QListWidget, QListWidgetItem, QSizePolicy, QWidget
+from PySide6.QtGui import QPaintEvent, QPalette
+from PySide6.QtWidgets import (
+    QComboBox,
+    QListWidget,
+    QListWidgetItem,
+    QSizePolicy,
+    QStyle,
+    QStyleOptionComboBox,
+    QStylePainter,
+    QWidget,
+)
 
 from desktop.answers import StoredAnswer
 from desktop.documents.model import Document
@@ -61,6 +71,7 @@ class QuestionHistory(QComboBox):
         self.list.setCurrentRow(-1)
         self.list.blockSignals(False)
         self.setCurrentIndex(-1)
+        self._update_placeholder()
 
     def setEnabled(self, enabled: bool) -> None:
         """The selector and its list (the panel disables both while an answer runs)."""
@@ -76,7 +87,9 @@ class QuestionHistory(QComboBox):
         else:
             text = f"{count} question{'s' if count != 1 else ''} about this document"
         self.setPlaceholderText(text)
-        self.setToolTip(f"{text}: choose one to show its answer")
+        chosen = self.list.item(self.currentIndex())
+        # The chosen question in full (the selector elides it); else what the list holds.
+        self.setToolTip(chosen.toolTip() if chosen else f"{text}: choose one to see its answer")
 
     def refresh(self, select_id: int | None = None) -> None:
         """Reload the questions asked about the open document (off the UI thread), then
@@ -120,6 +133,27 @@ class QuestionHistory(QComboBox):
         self.list.blockSignals(False)
         self._update_placeholder()
 
+    def paintEvent(self, event: QPaintEvent) -> None:
+        """The chosen question (or the count) elided with "…" where the panel is narrow:
+        Qt's own combo box cuts the words off mid-letter."""
+        painter = QStylePainter(self)
+        option = QStyleOptionComboBox()
+        self.initStyleOption(option)
+        if self.currentIndex() < 0:
+            option.palette.setBrush(QPalette.ColorRole.ButtonText, option.palette.placeholderText())
+            option.currentText = self.placeholderText()
+        painter.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, option)
+        field = self.style().subControlRect(
+            QStyle.ComplexControl.CC_ComboBox,
+            option,
+            QStyle.SubControl.SC_ComboBoxEditField,
+            self,
+        )
+        option.currentText = self.fontMetrics().elidedText(
+            option.currentText, Qt.TextElideMode.ElideRight, field.width()
+        )
+        painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, option)
+
     def _pick_row(self, row: int) -> None:
         item = self.list.item(row)
         if item is None:
@@ -127,6 +161,7 @@ class QuestionHistory(QComboBox):
         answer_id = item.data(Qt.ItemDataRole.UserRole)
         answer = next((a for a in self.answers if a.id == answer_id), None)
         if answer is not None:
+            self._update_placeholder()
             self.picked.emit(answer)
 
     @Slot(int)

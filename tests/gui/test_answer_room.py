@@ -178,6 +178,8 @@ def test_no_word_of_the_ask_panel_is_clipped_at_the_minimum_size(
             if widget.isVisible() and (why := _clipped(widget)) is not None
         ]
         assert not clipped, f"at {window.size()}: " + "; ".join(clipped)
+        # The question selector elides the chosen question; its tooltip has it in full.
+        assert panel.questions.toolTip() == "And what does the second page say?"
         # Every row stays inside the panel.
         for widget in (panel.think_box, panel.ask_button, panel.stop_button):
             right = widget.mapTo(panel, widget.rect().topRight()).x()
