@@ -1,8 +1,8 @@
-"""Ask about the open document: question box, budget, page range, history, the answer."""
+"""Ask about the open document: a view of small parts (the questions selector and the
+thread, the answer, the budget and the question form) and the run of an answer."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +33,6 @@ from desktop.ui.session import BudgetView, Session, document_unanswerable
 from desktop.ui.thread_flow import ThreadFlow
 from desktop.ui.thread_selector import ThreadSelector
 from desktop.ui.warm_up import WarmUp
-
-log = logging.getLogger("longdoc.ui.ask")
 
 
 class AskPanel(QWidget):
@@ -179,7 +177,7 @@ class AskPanel(QWidget):
             self.budget_bar.show_unknown("")
             return
         self.refresh_history()
-        self.load_last_thread()
+        self.threads.load_last()  # as it was left
         if self._unanswerable is not None:
             self.budget_bar.show_unknown(f"Cannot ask about this document: {self._unanswerable}.")
             return
@@ -334,8 +332,7 @@ class AskPanel(QWidget):
     @Slot()
     def _on_answer_done(self) -> None:
         self._set_busy(False)
-        answer = self.answer_view.answer
-        self.answer_finished.emit(answer)
+        self.answer_finished.emit(self.answer_view.answer)
 
     @Slot(object)
     def _on_answer_failed(self, exc: BaseException) -> None:
@@ -356,10 +353,6 @@ class AskPanel(QWidget):
     def current_thread(self) -> Thread | None:
         """The conversation a question continues; None: the next question starts a thread."""
         return self.threads.current
-
-    def load_last_thread(self) -> None:
-        """Show the document's last thread, as it was left (off the UI thread)."""
-        self.threads.load_last()
 
     def open_answer(self, answer: StoredAnswer) -> None:
         """Show a stored answer about the open document and continue its thread (a search
