@@ -46,7 +46,7 @@ class SavedBadge(QLabel):
 
     def show_for(self, created_at: float) -> None:
         """Shown for an answer saved at ``created_at``."""
-        self.setText(f"Saved answer · no server call · asked {ago(created_at)}")
+        self.setText(f"{SAVED_BADGE_NAME} · asked {ago(created_at)}")
         self.setAccessibleDescription(
             f"From cache: this answer was saved when it was asked {ago(created_at)}; "
             "nothing was sent to the server"
