@@ -39,6 +39,7 @@ class QuestionHistory(QComboBox):
         self.setObjectName("questionSelector")
         self.session = session
         self._document = document  # the open one
+        self._cleared = 0
         self.answers: list[StoredAnswer] = []
         self._doc: Document | None = None
         self.list = QListWidget()
@@ -66,6 +67,7 @@ class QuestionHistory(QComboBox):
 
     def clearSelection(self) -> None:
         """No question chosen: the selector shows its count again."""
+        self._cleared += 1  # a reload asked for before this selects nothing
         self.list.blockSignals(True)
         self.list.clearSelection()
         self.list.setCurrentRow(-1)
@@ -98,11 +100,13 @@ class QuestionHistory(QComboBox):
         if doc is None:
             return
         store = self.session.store
+        cleared = self._cleared
 
         def loaded(answers: list[StoredAnswer]) -> None:
             now = self._document()
             if now is not None and now.sha256 == doc.sha256:
-                self._fill(answers, select_id)
+                # A question asked meanwhile cleared the choice: it stays cleared.
+                self._fill(answers, select_id if cleared == self._cleared else None)
 
         tasks.run_call(
             lambda: store.answers_for(doc.sha256),

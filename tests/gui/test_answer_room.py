@@ -94,6 +94,50 @@ def test_after_a_follow_up_the_answer_has_the_room(
 
 
 @pytest.mark.xvfb
+def test_while_a_follow_up_reasons_and_streams_the_previous_answer_shows_once(
+    qtbot: QtBot, window: MainWindow, sglang: FakeSGLang
+) -> None:
+    """The previous answer is the thread's latest turn above, never also in the answer
+    area; once the new answer begins, it takes the room."""
+    open_document(window, qtbot, FOUR_PAGES)
+    wait_ready(window, qtbot)
+    panel = window.ask_panel
+    first = ask(window, qtbot, "What is this document about?")
+    assert isinstance(first, StoredAnswer)
+    sglang.behaviour.update(
+        token_delay_s=0.01, reasoning_tokens=60, answer_tokens=LONG_ANSWER_TOKENS
+    )
+    panel.question_edit.setPlainText("And what does the second page say?")
+    assert panel.ask()
+    view = panel.answer_view
+    # The fake server's answers repeat their question: this names the first answer only.
+    opening = 'was: "What is this document about?"'
+    assert opening in first.answer
+
+    def shown_once() -> None:
+        seen = panel.thread_view.toPlainText().count(opening) + view.browser.toPlainText().count(
+            opening
+        )
+        assert seen == 1 and panel.thread_view.isVisible()
+
+    shown_once()  # waiting
+    qtbot.waitUntil(lambda: bool(view.reasoning.toPlainText()), timeout=30_000)
+    shown_once()  # reasoning
+    qtbot.waitUntil(lambda: view.writer.has_text, timeout=30_000)
+    _settle()
+    shown_once()  # streaming
+    # The selector names no question while a new one is asked (the first answer's
+    # reload, landing late, chose it again).
+    assert panel.questions.currentIndex() == -1
+    _shoot(window, "follow-up-streaming")
+    share, _lines = _answer_room(panel)
+    assert share >= 0.45, f"the streaming answer has {share:.0%} of the panel"
+    with qtbot.waitSignal(panel.answer_finished, timeout=60_000):
+        pass
+    shown_once()
+
+
+@pytest.mark.xvfb
 def test_a_saved_answer_has_its_own_badge_apart_from_the_server_cache_figure(
     qtbot: QtBot, window: MainWindow
 ) -> None:
