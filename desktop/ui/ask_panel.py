@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Signal, Slot
-from PySide6.QtWidgets import QVBoxLayout, QWidget
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import QCheckBox, QVBoxLayout, QWidget
 
 from desktop.answering import conversation as rules
 from desktop.answering.events import Sent, Stored
@@ -33,6 +34,7 @@ from desktop.ui.session import BudgetView, Session, document_unanswerable
 from desktop.ui.thread_flow import ThreadFlow
 from desktop.ui.thread_selector import ThreadSelector
 from desktop.ui.warm_up import WarmUp
+from desktop.ui.wrapping_row import keep_lines
 
 
 class AskPanel(QWidget):
@@ -77,10 +79,12 @@ class AskPanel(QWidget):
         self.answer_view.quote_clicked.connect(self.quote_clicked)
         self.answer_view.ask_again_requested.connect(self._on_answer_view_ask_again_requested)
         self.answer_view.copy_requested.connect(self.copy_answer)
-        self.answer_view.export_requested.connect(self._on_answer_view_export_requested)
+        self.answer_view.export_requested.connect(
+            lambda: self.exporter.menu(self.answer_view.export_button)
+        )
         self.answer_view.action_requested.connect(self._on_answer_view_action_requested)
         self.quote_checks = QuoteChecks(lambda: self.document, self.answer_view, parent=self)
-        self.exporter = AnswerExport(
+        self.exporter: AnswerExport = AnswerExport(
             self, lambda: self.document, lambda: self.answer_view.answer, lambda: self.history
         )
 
@@ -105,7 +109,7 @@ class AskPanel(QWidget):
 
         self.warm_label = self.warm_up.label
 
-        self.budget = PagesBudget(
+        self.budget: PagesBudget = PagesBudget(
             session,
             document=lambda: self.document,
             thread=lambda: self.current_thread,
@@ -125,10 +129,10 @@ class AskPanel(QWidget):
             self.pages_hint,
             session.settings.thinking,
         )
-        self.question_edit = self.form.question_edit
+        self.question_edit: QuestionEdit = self.form.question_edit
         self.budget.suggestion_used.connect(self.question_edit.setFocus)
 
-        self.think_box = self.form.row.think_box
+        self.think_box: QCheckBox = self.form.row.think_box
         self.ask_button = self.form.row.ask_button
         self.stop_button = self.form.row.stop_button
         self.stop_button.clicked.connect(self.stop)
@@ -136,12 +140,19 @@ class AskPanel(QWidget):
         self.question_edit.textChanged.connect(self.budget.schedule)
         self.think_box.toggled.connect(self.budget.schedule)
 
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(6, 6, 6, 6)
-        layout.addWidget(self.conversation, 1)
-        layout.addWidget(self.form)
+        # Help ▸ Check this workstation: the doctor dialog the window registered.
+        self.workstation_check_requested.connect(messages.check_workstation)
+        self.box = QVBoxLayout(self)
+        self.box.setContentsMargins(6, 6, 6, 6)
+        self.box.addWidget(self.conversation, 1)
+        self.box.addWidget(self.form)
 
         self.set_document(None)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """Never shorter than its parts' wrapped lines need (see ``keep_lines``)."""
+        super().resizeEvent(event)
+        keep_lines(self, self.box, event.size().width())
 
     # --- document -------------------------------------------------------------------------
 
@@ -390,14 +401,9 @@ class AskPanel(QWidget):
             Remedy.OPEN_SETTINGS: self.settings_requested.emit,
             Remedy.NEW_THREAD: self.new_thread,
             Remedy.CHOOSE_PAGES: self.pages_edit.setFocus,
-            Remedy.CHECK_WORKSTATION: self._check_workstation,
+            Remedy.CHECK_WORKSTATION: self.workstation_check_requested.emit,
         }
         act[remedy]()
-
-    def _check_workstation(self) -> None:
-        """Help ▸ Check this workstation (the doctor dialog the window registered)."""
-        self.workstation_check_requested.emit()
-        messages.check_workstation()
 
     # --- copy and export ----------------------------------------------------------------
 
@@ -412,10 +418,6 @@ class AskPanel(QWidget):
     def copy_answer(self) -> None:
         """Put the shown answer on the clipboard as Markdown."""
         self.exporter.copy()
-
-    @Slot()
-    def _on_answer_view_export_requested(self) -> None:
-        self.exporter.menu(self.answer_view.export_button)
 
     def export(self, whole_history: bool) -> None:
         """Save the answer or the history as a Markdown file chosen by the user."""

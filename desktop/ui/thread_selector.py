@@ -86,6 +86,9 @@ class ThreadSelector(QWidget):
     def resizeEvent(self, event: QResizeEvent) -> None:
         """The thread's line may wrap: never shorter than it and the splitter need."""
         super().resizeEvent(event)
+        lines = self.label.heightForWidth(event.size().width())
+        if lines > 0 and lines != self.label.minimumHeight():
+            self.label.setMinimumHeight(lines)
         keep_lines(self, self.box, event.size().width())
 
     def set_thread(self, thread: Thread | None, busy: bool) -> None:
@@ -99,6 +102,13 @@ class ThreadSelector(QWidget):
                 f"Thread of {turns} question{'s' if turns != 1 else ''}: "
                 "the next question follows up"
             )
+        # Its lines are its minimum (resizeEvent): the panel lays this part out by
+        # minimums, not by the preferred sizes a wrapping label (QLabel sets this flag
+        # again with each text) would pull in from the splitter.
+        policy = self.label.sizePolicy()
+        policy.setHeightForWidth(False)
+        self.label.setSizePolicy(policy)
+        self.label.setMinimumHeight(self.label.heightForWidth(self.width()))
         self.new_button.setEnabled(thread is not None and not busy)
 
     def show_turns(self, turns: list[StoredAnswer]) -> None:

@@ -40,11 +40,31 @@ class WrappingRow(QWidget):
         self.arrange(event.size().width())
         super().resizeEvent(event)
 
+    def _fits(self, width: int) -> bool:
+        """Both groups side by side at their preferred widths."""
+        spacing = max(self.box.spacing(), 0)
+        return width >= self.first_width() + spacing + self.second.sizeHint().width()
+
+    def hasHeightForWidth(self) -> bool:
+        """Its height depends on its width: one row or two."""
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        """One row's height where both groups fit side by side, else both rows'."""
+        spacing = max(self.box.spacing(), 0)
+        second = self.second.sizeHint().height()
+        fits = self._fits(width)
+        room = width - (self.second.sizeHint().width() + spacing if fits else 0)
+        first = (
+            self.first.heightForWidth(room)
+            if self.first.hasHeightForWidth()
+            else self.first.sizeHint().height()
+        )
+        return max(first, second) if fits else first + spacing + second
+
     def arrange(self, width: int | None = None) -> None:
         """Choose one row or two for ``width`` (now: after the groups' words changed)."""
-        spacing = max(self.box.spacing(), 0)
-        needed = self.first_width() + spacing + self.second.sizeHint().width()
-        fits = (self.width() if width is None else width) >= needed
+        fits = self._fits(self.width() if width is None else width)
         direction = QBoxLayout.Direction.LeftToRight if fits else QBoxLayout.Direction.TopToBottom
         if direction != self.box.direction():
             self.box.setDirection(direction)
@@ -67,8 +87,12 @@ def min_height_for_width(layout: QLayout, width: int) -> int:
         item = layout.itemAt(index)
         if item is None or item.isEmpty():
             continue
-        hfw = item.hasHeightForWidth()
-        heights.append(item.heightForWidth(inner) if hfw else item.minimumSize().height())
+        # Asked of the widget itself: a layout item asks the widget's layout instead,
+        # which does not know that a WrappingRow's height depends on its width.
+        sized = item.widget() or item
+        least = item.minimumSize().height()  # an explicit minimum included
+        hfw = sized.hasHeightForWidth()
+        heights.append(max(sized.heightForWidth(inner), least) if hfw else least)
     spacing = max(layout.spacing(), 0) * max(len(heights) - 1, 0)
     return sum(heights) + spacing + margins.top() + margins.bottom()
 

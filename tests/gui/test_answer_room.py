@@ -3,6 +3,7 @@ its room after a follow-up, the saved-answer badge, no clipped words at the mini
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 from typing import Any
@@ -209,25 +210,49 @@ def test_no_word_of_the_ask_panel_is_clipped_at_the_minimum_size(
     qtbot: QtBot, window: MainWindow, sglang: FakeSGLang
 ) -> None:
     """Regression: at the window's minimum size the Think box read "Thinl"."""
-    panel = _follow_up(window, qtbot, sglang)
-    for size in ((1, 1), (900, 600), (1, 1)):
+    panel = window.ask_panel
+    open_document(window, qtbot, FOUR_PAGES)
+    wait_ready(window, qtbot)
+    _check_sizes(window, qtbot, "document")  # nothing asked yet
+    _follow_up(window, qtbot, sglang)
+    _check_sizes(window, qtbot, "follow-up")
+    # The question selector elides the chosen question; its tooltip has it in full.
+    assert panel.questions.toolTip() == "And what does the second page say?"
+
+
+def _check_sizes(window: MainWindow, qtbot: QtBot, state: str) -> None:
+    panel = window.ask_panel
+    for size in ((1, 1), (900, 600), (1400, 860), (1, 1)):
         window.resize(*size)
         if size == (1, 1):  # the window's minimum size
             qtbot.waitUntil(lambda: window.size() == window.minimumSizeHint())
+        else:
+            qtbot.waitUntil(lambda size=size: window.width() == size[0])
         _settle()
-        _shoot(window, f"narrow-{window.width()}x{window.height()}")
+        _shoot(window, f"{state}-{window.width()}x{window.height()}")
+        where = f"{state} at {window.size()}"
         clipped = [
             why
             for widget in panel.findChildren(QWidget)
             if widget.isVisible() and (why := _clipped(widget)) is not None
         ]
-        assert not clipped, f"at {window.size()}: " + "; ".join(clipped)
-        # The question selector elides the chosen question; its tooltip has it in full.
-        assert panel.questions.toolTip() == "And what does the second page say?"
-        # Every row stays inside the panel.
+        assert not clipped, f"{where}: " + "; ".join(clipped)
+        # Every row stays inside the panel, none drawn over the next.
         for widget in (panel.think_box, panel.ask_button, panel.stop_button):
-            right = widget.mapTo(panel, widget.rect().topRight()).x()
-            assert right <= panel.width(), f"{widget.text()} leaves the panel"
+            corner = widget.mapTo(panel, widget.rect().bottomRight())
+            assert corner.x() < panel.width() and corner.y() < panel.height(), where
+        _assert_stacked(panel, [panel.conversation, panel.form], where)
+        view = panel.answer_view
+        rows = [view.question_label, view.thinking, view.browser, view.footer]
+        _assert_stacked(view, [w for w in rows if w.isVisible()], where)
+
+
+def _assert_stacked(parent: QWidget, widgets: list[QWidget], where: str) -> None:
+    """Each of ``widgets`` (top to bottom) ends above the next begins."""
+    for upper, lower in itertools.pairwise(widgets):
+        bottom = upper.mapTo(parent, upper.rect().bottomLeft()).y()
+        top = lower.mapTo(parent, lower.rect().topLeft()).y()
+        assert bottom < top, f"{where}: {type(upper).__name__} over {type(lower).__name__}"
 
 
 def test_a_workstation_failure_offers_the_workstation_check(
