@@ -403,7 +403,8 @@ class AskPanel(QWidget):
             Remedy.CHOOSE_PAGES: self.pages_edit.setFocus,
             Remedy.CHECK_WORKSTATION: self.workstation_check_requested.emit,
         }
-        act[remedy]()
+        if (action := act.get(remedy)) is not None:
+            action()
 
     # --- copy and export ----------------------------------------------------------------
 
