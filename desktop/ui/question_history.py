@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtGui import QPaintEvent, QPalette
+from PySide6.QtGui import QPaintEvent, QPalette, QResizeEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QListWidget,
@@ -136,6 +136,13 @@ class QuestionHistory(QComboBox):
         self.blockSignals(False)
         self.list.blockSignals(False)
         self._update_placeholder()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """Folded, the list is the selector's size (it drops down to its rows when
+        opened): nothing measures a list of 480 px that is not shown."""
+        super().resizeEvent(event)
+        if not self.list.isVisible():
+            self.list.resize(event.size())
 
     def paintEvent(self, event: QPaintEvent) -> None:
         """The chosen question (or the count) elided with "…" where the panel is narrow:
