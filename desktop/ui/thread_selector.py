@@ -23,7 +23,7 @@ from desktop.ui.wrapping_row import keep_lines
 
 # The earlier turns' share of the room once the current answer is shown: the answer is
 # the centre of the column (issue 21: at least 45% of the panel and 15 lines in view).
-EARLIER_SHARE = 0.12
+EARLIER_SHARE = 0.1
 # While a follow-up waits for its first words, the previous answer has the room to read.
 WAITING_SHARE = 0.6
 EARLIER_MIN_LINES = 2
