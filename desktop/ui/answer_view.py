@@ -187,9 +187,9 @@ class AnswerView(QWidget):
         self.browser.setOpenLinks(False)
         self.browser.setOpenExternalLinks(False)
         self.browser.anchorClicked.connect(self._on_browser_anchor_clicked)
-        self.browser.setPlaceholderText(
-            "Ask a question about the document; the answer appears here."
-        )
+        # One short line: Qt draws a placeholder's first line only (a longer one was cut
+        # off in a narrow panel); the question box below says how to ask.
+        self.browser.setPlaceholderText("The answer appears here.")
         self.writer = MarkdownWriter(
             self.browser.document(), self.palette(), follow=self.browser.verticalScrollBar()
         )

@@ -243,6 +243,10 @@ def _check_sizes(window: MainWindow, qtbot: QtBot, state: str) -> None:
             assert corner.x() < panel.width() and corner.y() < panel.height(), where
         _assert_stacked(panel, [panel.conversation, panel.form], where)
         view = panel.answer_view
+        browser = view.browser
+        if browser.isVisible() and not browser.toPlainText():  # its placeholder shows
+            needed = browser.fontMetrics().horizontalAdvance(browser.placeholderText())
+            assert needed <= browser.viewport().width(), f"{where}: the placeholder is cut"
         rows = [view.question_label, view.thinking, view.browser, view.footer]
         _assert_stacked(view, [w for w in rows if w.isVisible()], where)
 
