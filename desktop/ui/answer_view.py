@@ -4,20 +4,16 @@ the answer as Markdown (see ``markdown_writer``), its figures and its quote chec
 from __future__ import annotations
 
 import html
-import time
 from collections.abc import Sequence
 from datetime import datetime
 
-from PySide6.QtCore import Qt, QTimer, QUrl, Signal, Slot
-from PySide6.QtGui import QMouseEvent, QPalette, QResizeEvent, QTextCursor
+from PySide6.QtCore import Qt, QUrl, Signal, Slot
+from PySide6.QtGui import QMouseEvent, QResizeEvent
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
-    QPlainTextEdit,
-    QProgressBar,
     QPushButton,
     QTextBrowser,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -26,10 +22,8 @@ from desktop.answering.citations import QuoteCheck
 from desktop.answering.events import Sent, Stored
 from desktop.answering.format import (
     APP_RAISE_LIMIT,
-    ago,
     answer_figures,
     answer_scope,
-    duration,
     page_label,
     short_quote,
     truncation_note,
@@ -38,6 +32,9 @@ from desktop.answering.prefill import PrefillGuess
 from desktop.answers import StoredAnswer
 from desktop.documents.model import Page
 from desktop.errors import Remedy
+from desktop.ui.answer_footer import AnswerFooter, SavedBadge
+from desktop.ui.answer_progress import AnswerProgress
+from desktop.ui.answer_reasoning import ReasoningFold
 from desktop.ui.markdown_stream import citation_href, parse_citation_href
 from desktop.ui.markdown_writer import MarkdownWriter
 from desktop.ui.quote_marks import (
@@ -48,10 +45,12 @@ from desktop.ui.quote_marks import (
     marks_for,
     status_of,
 )
+from desktop.ui.wrapping_row import min_height_for_width
 
 # Answer text a little larger than the interface's, as reading apps set body text.
 FONT_SCALE = 1.12
 MEASURE_CHARS = 80
+MIN_LINES = 5
 
 
 def quote_summary(checks: Sequence[QuoteCheck], pages: Sequence[Page]) -> tuple[str, str]:
@@ -144,6 +143,7 @@ class AnswerView(QWidget):
     copy_requested = Signal()
     export_requested = Signal()
     action_requested = Signal(object)  # the notice's Remedy, e.g. Remedy.START_SERVER
+    answer_began = Signal()  # the first answer text, or a whole answer, is shown
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -159,14 +159,10 @@ class AnswerView(QWidget):
         self.scope_label = QLabel()
         self.scope_label.setTextFormat(Qt.TextFormat.PlainText)
         self.scope_label.setWordWrap(True)
-        self.waiting_label = QLabel()
-        self.waiting_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.waiting_label.setWordWrap(True)
-        self.waiting_label.setObjectName("waitingLabel")
-        self.prefill_bar = QProgressBar()
-        self.prefill_bar.setObjectName("prefillProgress")
-        self.prefill_bar.setTextVisible(False)
-        self.prefill_bar.setMaximumHeight(8)
+        self.saved_badge = SavedBadge()
+        self.progress = AnswerProgress()
+        self.waiting_label = self.progress.waiting_label
+        self.prefill_bar = self.progress.prefill_bar
         self.previous_label = QLabel()
         self.previous_label.setTextFormat(Qt.TextFormat.PlainText)
         self.previous_label.setWordWrap(True)
@@ -175,127 +171,93 @@ class AnswerView(QWidget):
         self.notice_label.setTextFormat(Qt.TextFormat.PlainText)
         self.notice_label.setWordWrap(True)
         self.notice_button = QPushButton()
+        self.notice_button.setObjectName("noticeRemedy")
         self.notice_button.clicked.connect(self._on_notice_button_clicked)
         self._notice_action: Remedy | None = None
 
-        self.reasoning_toggle = QToolButton()
-        self.reasoning_toggle.setCheckable(True)
-        self.reasoning_toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
-        self.reasoning_toggle.setAutoRaise(True)
-        self.reasoning_toggle.toggled.connect(self._on_reasoning_toggle_toggled)
-        self.reasoning = QPlainTextEdit()
-        self.reasoning.setReadOnly(True)
-        self.reasoning.setMaximumHeight(140)
-        self.reasoning.setObjectName("reasoning")
+        self.thinking = ReasoningFold()
+        self.reasoning_toggle = self.thinking.toggle
+        self.reasoning = self.thinking.text
 
         self.browser = AnswerBrowser()
         self.browser.setObjectName("answer")
+        # Squeezed (the minimum window), the answer keeps a few lines; the area scrolls.
+        self.browser.setMinimumHeight(self.browser.fontMetrics().lineSpacing() * MIN_LINES)
         # Never let Qt follow a link: only our citations act, in _on_browser_anchor_clicked.
         self.browser.setOpenLinks(False)
         self.browser.setOpenExternalLinks(False)
         self.browser.anchorClicked.connect(self._on_browser_anchor_clicked)
-        self.browser.setPlaceholderText(
-            "Ask a question about the document; the answer appears here."
-        )
+        # One short line: Qt draws a placeholder's first line only (a longer one was cut
+        # off in a narrow panel); the question box below says how to ask.
+        self.browser.setPlaceholderText("The answer appears here.")
         self.writer = MarkdownWriter(
             self.browser.document(), self.palette(), follow=self.browser.verticalScrollBar()
         )
 
-        self.figures_label = QLabel()
-        self.figures_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.figures_label.setWordWrap(True)
-        self.figures_label.setObjectName("answerFigures")
-        self.figures_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-        # Rich text made only by quote_summary (every quote escaped); its only links are
-        # pages, handled in _on_quotes_label_link_activated, never opened by Qt.
-        self.quotes_label = QLabel()
-        self.quotes_label.setObjectName("quoteChecks")
-        self.quotes_label.setTextFormat(Qt.TextFormat.RichText)
-        self.quotes_label.setWordWrap(True)
-        self.quotes_label.setOpenExternalLinks(False)
-        self.quotes_label.setTextInteractionFlags(
-            Qt.TextInteractionFlag.LinksAccessibleByMouse
-            | Qt.TextInteractionFlag.LinksAccessibleByKeyboard
-        )
+        self.footer = AnswerFooter()
+        self.footer.ask_again_requested.connect(self.ask_again_requested)
+        self.footer.copy_requested.connect(self.copy_requested)
+        self.footer.export_requested.connect(self.export_requested)
+        self.figures_label = self.footer.figures_label
+        self.quotes_label = self.footer.quotes_label
         self.quotes_label.linkActivated.connect(self._on_quotes_label_link_activated)
+        self.ask_again_button = self.footer.ask_again_button
+        self.copy_button = self.footer.copy_button
+        self.export_button = self.footer.export_button
         self.quote_checks: list[QuoteCheck] | None = None
         self.quote_marks_placed = 0  # how many quotes got a mark in the text (tests)
         self._placed: list[PlacedMark] = []
         self._marked = False
         self._pages: list[Page] = []
-        self.ask_again_button = QPushButton("Ask again")
-        self.ask_again_button.setToolTip(
-            "Send the question to the server instead of using the cache"
-        )
-        self.ask_again_button.clicked.connect(self.ask_again_requested)
-        self.copy_button = QPushButton("Copy")
-        self.copy_button.setToolTip("Copy the answer as Markdown")
-        self.copy_button.clicked.connect(self.copy_requested)
-        self.export_button = QPushButton("Export…")
-        self.export_button.setToolTip("Save the answer or the whole history as Markdown")
-        self.export_button.clicked.connect(self.export_requested)
 
+        badge = QHBoxLayout()
+        badge.addWidget(self.saved_badge)
+        badge.addStretch(1)
         notice = QHBoxLayout()
         notice.addWidget(self.notice_label, 1)
-        notice.addWidget(self.notice_button)
-        footer = QHBoxLayout()
-        footer.addStretch(1)
-        footer.addWidget(self.ask_again_button)
-        footer.addWidget(self.copy_button)
-        footer.addWidget(self.export_button)
-        layout = QVBoxLayout(self)
+        notice.addWidget(self.notice_button, 0, Qt.AlignmentFlag.AlignTop)
+        self.box = layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(layout.spacing() // 2)  # one block: the answer and its lines
         layout.addWidget(self.question_label)
         layout.addWidget(self.scope_label)
-        layout.addWidget(self.waiting_label)
-        layout.addWidget(self.prefill_bar)
+        layout.addLayout(badge)
+        layout.addWidget(self.progress)
         layout.addLayout(notice)
-        layout.addWidget(self.reasoning_toggle)
-        layout.addWidget(self.reasoning)
+        layout.addWidget(self.thinking)
         layout.addWidget(self.previous_label)
         layout.addWidget(self.browser, 1)
-        layout.addWidget(self.figures_label)
-        layout.addWidget(self.quotes_label)
-        layout.addLayout(footer)
+        layout.addWidget(self.footer)
 
-        self._timer = QTimer(self)
-        self._timer.setInterval(250)
-        self._timer.timeout.connect(self._on_timer_timeout)
-        self._started = 0.0
-        self._prompt_tokens: int | None = None
-        self._guess: PrefillGuess | None = None
-        self._sent_at = 0.0
         self._showing_previous = False
         self._first_token = False
-        self._reasoning_chars = 0
         self.answer: StoredAnswer | None = None
         self.reset()
+
+    def heightForWidth(self, width: int) -> int:
+        """Its lines at ``width`` with the answer at its smallest: the area around it
+        scrolls only below that (the minimum window)."""
+        return min_height_for_width(self.box, width)
 
     # --- states ----------------------------------------------------------------------
 
     def reset(self, keep_answer: bool = False) -> None:
         """Nothing shown: the empty state (``keep_answer``: the answer text stays, to read
         while the next one is on its way)."""
-        self._timer.stop()
+        self.progress.stop()
         self.answer = None
-        self.prefill_bar.hide()
         self.previous_label.hide()
         self._showing_previous = keep_answer
         self.question_label.hide()
         self.scope_label.hide()
-        self.waiting_label.hide()
+        self.saved_badge.hide()
         self.clear_notice()
-        self.reasoning.clear()
-        self._reasoning_chars = 0
-        self.reasoning_toggle.hide()
-        self.reasoning.hide()
+        self.thinking.clear()
         if not keep_answer:
             self.writer.clear()
             self._marked = False
-        self.figures_label.clear()
+        self.footer.clear()
         self.show_quote_checks(None, [])
-        for button in (self.ask_again_button, self.copy_button, self.export_button):
-            button.hide()
 
     def start(self, question: str, scope: str, keep_previous: bool = True) -> None:
         """A question was asked: show it and start the waiting clock. The answer shown so
@@ -310,13 +272,8 @@ class AnswerView(QWidget):
             )
             self.previous_label.show()
         self._show_question(question, scope)
-        self._started = time.monotonic()
-        self._prompt_tokens = None
-        self._guess = None
         self._first_token = False
-        self.waiting_label.setText("Checking the answer cache and counting tokens…")
-        self.waiting_label.show()
-        self._timer.start()
+        self.progress.start()
 
     def _drop_previous(self) -> None:
         """The new answer takes the place of the previous one."""
@@ -335,84 +292,57 @@ class AnswerView(QWidget):
     def on_sent(self, sent: Sent, guess: PrefillGuess | None) -> None:
         """The request is on its way: the server reads the document now; a progress bar
         shows how far, by the expected uncached tokens and the learned prefill rate."""
-        self._prompt_tokens = sent.prompt_tokens
-        self._guess = guess
-        self._sent_at = time.monotonic()
         if sent.warnings:
             self.show_notice(" ".join(sent.warnings))
-        if guess is not None and guess.seconds is not None:
-            self.prefill_bar.setRange(0, 1000)
-            self.prefill_bar.setValue(0)
-        else:
-            self.prefill_bar.setRange(0, 0)  # no rate learned yet: a busy bar
-        self.prefill_bar.show()
-        self._on_timer_timeout()
+        self.progress.on_sent(sent, guess)
 
     def append_reasoning(self, text: str) -> None:
         """Live thinking (plain text; appended, never re-rendered)."""
         self._on_first_token()
-        if not self.reasoning_toggle.isVisible():
-            self.reasoning_toggle.show()
-            self.reasoning_toggle.setChecked(True)
-            self.reasoning.setVisible(True)
-        cursor = self.reasoning.textCursor()
-        cursor.movePosition(QTextCursor.MoveOperation.End)
-        cursor.insertText(text)
-        self._reasoning_chars += len(text)
-        bar = self.reasoning.verticalScrollBar()
-        bar.setValue(bar.maximum())
-        self._update_toggle_text(live=True)
+        self.thinking.append(text)
 
     def append_answer(self, text: str) -> None:
         """Live answer text (Markdown)."""
         self._on_first_token()
         self._drop_previous()
-        if self.reasoning_toggle.isChecked() and not self.writer.has_text:
-            # The answer begins: fold the thinking away so the answer has the room.
-            self.reasoning_toggle.setChecked(False)
+        if not self.writer.has_text:
+            self.thinking.fold()  # the answer begins: it gets the room
+            self.answer_began.emit()
         self.writer.append(text)  # drawn now or at the next frame; keeps following the end
 
     def _on_first_token(self) -> None:
         if not self._first_token:
             self._first_token = True
-            self.waiting_label.hide()
-            self.prefill_bar.hide()
-            self._timer.stop()
+            self.progress.stop()
 
     def finish(self, stored: Stored, page_count: int) -> None:
         """The answer is stored (streamed to the end, or found in the cache)."""
-        self._timer.stop()
-        self.waiting_label.hide()
-        self.prefill_bar.hide()
+        self.progress.stop()
         if stored.from_cache:
             self.show_answer(stored.answer, page_count, from_cache=True)
             return
         self._drop_previous()
         self.writer.finish()
         self.answer = stored.answer
+        self.thinking.live = False
         self._show_footer(stored.answer, page_count, from_cache=False)
         self._notice_truncated(stored.answer)
+        self.answer_began.emit()
 
     def fail(self, text: str, remedy: Remedy | None = None) -> None:
         """The answer stopped or could not start: say why, keep what arrived."""
-        self._timer.stop()
-        self.waiting_label.hide()
-        self.prefill_bar.hide()
+        self.progress.stop()
         self._drop_previous()
         self.writer.finish()
         self.show_notice(text, remedy)
 
     def show_answer(self, answer: StoredAnswer, page_count: int, from_cache: bool = False) -> None:
-        """Show a stored answer at once (history, cache hit)."""
+        """Show a stored answer at once (history, cache hit: with the saved-answer badge)."""
         self.reset()
         self.answer = answer
         self._show_question(answer.question, answer_scope(answer, self._pages_or(page_count)))
         if answer.reasoning:
-            self.reasoning.setPlainText(answer.reasoning)
-            self._reasoning_chars = len(answer.reasoning)
-            self.reasoning_toggle.show()
-            self.reasoning_toggle.setChecked(False)
-            self._update_toggle_text(live=False)
+            self.thinking.set_text(answer.reasoning)
         self.writer.set_text(answer.answer)
         if answer.truncated:
             self._notice_truncated(answer)
@@ -420,22 +350,24 @@ class AnswerView(QWidget):
             why = f" ({answer.error})" if answer.error else ""
             self.show_notice(f"This answer is {answer.status}{why}.")
         self._show_footer(answer, page_count, from_cache)
+        self.answer_began.emit()
 
     def _show_footer(self, answer: StoredAnswer, page_count: int, from_cache: bool) -> None:
         figures = answer_figures(answer)
+        when = datetime.fromtimestamp(answer.created_at).strftime("%Y-%m-%d %H:%M")
         if from_cache:
-            figures = f"From cache, asked {ago(answer.created_at)}. {figures}"
-        else:
-            when = datetime.fromtimestamp(answer.created_at).strftime("%Y-%m-%d %H:%M")
-            figures = f"{figures} · {when}" if figures else when
+            self.saved_badge.show_for(answer.created_at)
+        figures = f"{figures} · {when}" if figures else when
         scope = answer_scope(answer, self._pages_or(page_count))
         self.scope_label.setText(scope)
         self.scope_label.setVisible(bool(scope))
-        self.figures_label.setText(figures)
-        self.ask_again_button.setVisible(True)
-        self.copy_button.setVisible(True)
-        self.export_button.setVisible(True)
-        self._update_toggle_text(live=False)
+        self.footer.show_figures(figures)
+        self.thinking.update_label()
+
+    @property
+    def from_cache(self) -> bool:
+        """The shown answer is a saved one (no server call): its badge is up."""
+        return not self.saved_badge.isHidden()
 
     def show_quote_checks(self, checks: list[QuoteCheck] | None, pages: Sequence[Page]) -> None:
         """Each quote marked where it stands in the answer, and the line under it (both
@@ -445,6 +377,7 @@ class AnswerView(QWidget):
         self.quotes_label.setText(line)
         self.quotes_label.setToolTip(tooltip)
         self.quotes_label.setVisible(bool(line))
+        self.footer.row.arrange()
         if self._marked and self.answer is not None:
             # Marks of an earlier check are in the text: draw the answer again first.
             self.writer.set_text(self.answer.answer)
@@ -485,53 +418,9 @@ class AnswerView(QWidget):
 
     # --- slots ---------------------------------------------------------------------------
 
-    @Slot()
-    def _on_timer_timeout(self) -> None:
-        elapsed = time.monotonic() - self._started
-        if self._prompt_tokens is None:
-            text = f"Checking the answer cache and counting tokens… {duration(elapsed)}"
-            self.waiting_label.setText(text)
-            return
-        self.waiting_label.setText(self._prefill_text(time.monotonic() - self._sent_at))
-
-    def _prefill_text(self, elapsed: float) -> str:
-        """The line above the progress bar while the server reads the prompt (and the
-        bar's position: the expected uncached tokens at the learned prefill rate)."""
-        guess = self._guess
-        prompt = self._prompt_tokens or 0
-        if guess is None:
-            return f"Reading the document ({prompt:,} tokens)… {duration(elapsed)}"
-        if guess.cached_tokens > 0:
-            what = (
-                f"Reading {guess.uncached_tokens:,} new tokens ({guess.cached_tokens:,} of "
-                f"{prompt:,} expected from the server's cache)"
-            )
-        else:
-            what = f"Reading the document ({prompt:,} tokens)"
-        if guess.seconds is None:
-            return f"{what}… {duration(elapsed)} · first question: no estimate yet"
-        left = guess.seconds - elapsed
-        if left > 1:
-            done = min(elapsed / guess.seconds, 0.99) if guess.seconds > 0 else 0.99
-            self.prefill_bar.setValue(round(done * 1000))
-            return f"{what}… {duration(elapsed)} · about {duration(left)} left"
-        self.prefill_bar.setRange(0, 0)  # past the estimate: busy, no false percentage
-        return f"{what}… {duration(elapsed)} · longer than expected (a busy server?); still reading"
-
     def toggle_reasoning(self) -> None:
         """Show or fold the reasoning (Ctrl+T); nothing when the answer has none."""
-        if self.reasoning_toggle.isVisible():
-            self.reasoning_toggle.toggle()
-
-    @Slot(bool)
-    def _on_reasoning_toggle_toggled(self, checked: bool) -> None:
-        self.reasoning.setVisible(checked)
-        self._update_toggle_text(live=self._timer.isActive() or self.answer is None)
-
-    def _update_toggle_text(self, live: bool) -> None:
-        arrow = "▾" if self.reasoning_toggle.isChecked() else "▸"
-        words = "Thinking…" if live and self.answer is None else "Reasoning"
-        self.reasoning_toggle.setText(f"{arrow} {words} ({self._reasoning_chars:,} characters)")
+        self.thinking.flip()
 
     @Slot(QUrl)
     def _on_browser_anchor_clicked(self, url: QUrl) -> None:

@@ -1,70 +1,40 @@
-"""Ask about the open document: question box, budget, page range, history, the answer."""
+"""Ask about the open document: a view of small parts (the questions selector and the
+thread, the answer, the budget and the question form) and the run of an answer."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import (
-    QCheckBox,
-    QHBoxLayout,
-    QLabel,
-    QPlainTextEdit,
-    QPushButton,
-    QSplitter,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import Signal, Slot
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import QCheckBox, QVBoxLayout, QWidget
 
 from desktop.answering import conversation as rules
-from desktop.answering.events import Finished, Sent, Stored, Usage
+from desktop.answering.events import Sent, Stored
 from desktop.answering.format import scope as page_scope
-from desktop.answering.prompt import PageRange
 from desktop.answering.service import Question
 from desktop.answering.threads import Thread
 from desktop.answers import StoredAnswer
 from desktop.documents.model import Document
-from desktop.errors import (
-    Cancelled,
-    DocumentTooLarge,
-    LongdocError,
-    OtherPages,
-    Remedy,
-    ServerSetupError,
-    ServerUnavailable,
-    ThreadTooLong,
-    remedy_for,
-)
+from desktop.errors import Cancelled, OtherPages, Remedy
 from desktop.ui import messages, tasks
 from desktop.ui.answer_export import AnswerExport
+from desktop.ui.answer_failure import STOPPED, show_failure
+from desktop.ui.answer_run import AnswerRun
 from desktop.ui.answer_stream import show_batch
 from desktop.ui.answer_view import AnswerView
+from desktop.ui.ask_form import AskForm
+from desktop.ui.ask_form import QuestionEdit as QuestionEdit
 from desktop.ui.pages_budget import PagesBudget
 from desktop.ui.question_history import QuestionHistory
 from desktop.ui.quote_checks import QUOTE_CHECK_INLINE_CHARS as QUOTE_CHECK_INLINE_CHARS
 from desktop.ui.quote_checks import QuoteChecks
 from desktop.ui.session import BudgetView, Session
+from desktop.ui.thread_flow import ThreadFlow
 from desktop.ui.thread_selector import ThreadSelector
 from desktop.ui.warm_up import WarmUp
-
-log = logging.getLogger("longdoc.ui.ask")
-
-
-class QuestionEdit(QPlainTextEdit):
-    """Enter asks, Shift+Enter breaks the line."""
-
-    submitted = Signal()
-
-    def keyPressEvent(self, event: QKeyEvent) -> None:
-        enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
-        if enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
-            self.submitted.emit()
-            event.accept()
-            return
-        super().keyPressEvent(event)
+from desktop.ui.wrapping_row import keep_lines
 
 
 class AskPanel(QWidget):
@@ -76,6 +46,8 @@ class AskPanel(QWidget):
     quote_clicked = Signal(str, int)  # a checked quote and the page it is on
     server_start_requested = Signal()
     settings_requested = Signal()
+    # The remedy "Check this workstation…" (Help ▸ Check this workstation) was chosen.
+    workstation_check_requested = Signal()
     busy_changed = Signal(bool)
 
     def __init__(self, session: Session, parent: QWidget | None = None) -> None:
@@ -83,77 +55,61 @@ class AskPanel(QWidget):
         self.session = session
         self.document: Document | None = None
         self._closed = False  # the window is closing: no more background counts
-        self._task: tasks.Task[None] | None = None
-        # Tasks stopped by the user: the panel is given back at once, they end behind it.
-        self._stopped: set[tasks.Task[None]] = set()
-        self._question: Question | None = None
+        self.run = AnswerRun(session, parent=self)
+        self.run.succeeded.connect(self._on_answer_done)
+        self.run.failed.connect(self._on_answer_failed)
+        self.run.stale_ended.connect(self.refresh_history)
         self._unanswerable: str | None = None  # why the open document cannot be asked about
         # Warm-up: the server prefills the open document while nobody asks anything.
         self.warm_up = WarmUp(
             session,
             document=lambda: self.document,
             askable=lambda: self._unanswerable is None and not self.busy,
-            pages=self._pages,
+            pages=lambda: self.budget.pages(),
             parent=self,
         )
         self.tokens_received = 0  # answer and reasoning deltas in the current answer
 
-        self.questions = QuestionHistory(session)
+        self.questions = QuestionHistory(session, lambda: self.document)
         self.questions.picked.connect(self._on_questions_picked)
         self.history_list = self.questions.list
-        self.history_title = self.questions.title
 
         self.answer_view = AnswerView()
         self.answer_view.citation_clicked.connect(self.citation_clicked)
         self.answer_view.quote_clicked.connect(self.quote_clicked)
         self.answer_view.ask_again_requested.connect(self._on_answer_view_ask_again_requested)
         self.answer_view.copy_requested.connect(self.copy_answer)
-        self.answer_view.export_requested.connect(self._on_answer_view_export_requested)
+        self.answer_view.export_requested.connect(
+            lambda: self.exporter.menu(self.answer_view.export_button)
+        )
         self.answer_view.action_requested.connect(self._on_answer_view_action_requested)
         self.quote_checks = QuoteChecks(lambda: self.document, self.answer_view, parent=self)
-        self.exporter = AnswerExport(
+        self.exporter: AnswerExport = AnswerExport(
             self, lambda: self.document, lambda: self.answer_view.answer, lambda: self.history
         )
 
-        self.conversation = ThreadSelector(self.answer_view)
+        self.conversation = ThreadSelector(self.questions, self.answer_view)
         self.conversation.new_thread_requested.connect(self.new_thread)
         self.conversation.citation_clicked.connect(self.citation_clicked)
+        self.answer_view.answer_began.connect(self.conversation.room_for_answer)
         self.thread_label = self.conversation.label
         self.new_thread_button = self.conversation.new_button
         self.thread_view = self.conversation.view
-
-        self.splitter = QSplitter(Qt.Orientation.Vertical)
-        self.splitter.setObjectName("askSplitter")
-        self.splitter.addWidget(self.questions)
-        self.splitter.addWidget(self.conversation)
-        self.splitter.setStretchFactor(0, 1)
-        self.splitter.setStretchFactor(1, 4)
-        self.splitter.setChildrenCollapsible(False)
+        self.splitter = self.conversation.splitter  # the window keeps its sizes
+        self.threads = ThreadFlow(
+            session,
+            self.conversation,
+            self.answer_view,
+            document=lambda: self.document,
+            idle=lambda: not self.busy and not self._closed,
+            shown=self.check_quotes,
+            set_pages=self._set_pages_text,
+            parent=self,
+        )
 
         self.warm_label = self.warm_up.label
-        self.question_edit = QuestionEdit()
-        self.question_edit.setObjectName("question")
-        self.question_edit.setPlaceholderText(
-            "Ask about the whole document… (Enter asks, Shift+Enter for a new line)"
-        )
-        self.question_edit.setTabChangesFocus(True)
-        self.question_edit.submitted.connect(self.ask)
-        metrics = self.question_edit.fontMetrics()
-        self.question_edit.setFixedHeight(metrics.lineSpacing() * 3 + 14)
 
-        self.think_box = QCheckBox("Think")
-        self.think_box.setToolTip("Let the model reason before answering (slower, often better)")
-        self.think_box.setChecked(session.settings.thinking)
-        self.ask_button = QPushButton("Ask")
-        self.ask_button.setDefault(True)
-        self.ask_button.setToolTip("Ask (Enter, or Ctrl+Enter anywhere)")
-        self.ask_button.clicked.connect(self._on_ask_button_clicked)
-        self.stop_button = QPushButton("Stop")
-        self.stop_button.setToolTip("Stop the answer (Esc); what arrived is kept")
-        self.stop_button.clicked.connect(self.stop)
-        self.stop_button.setEnabled(False)
-
-        self.budget = PagesBudget(
+        self.budget: PagesBudget = PagesBudget(
             session,
             document=lambda: self.document,
             thread=lambda: self.current_thread,
@@ -167,36 +123,47 @@ class AskPanel(QWidget):
         self.pages_edit = self.budget.pages_edit
         self.pages_hint = self.budget.pages_hint
         self.suggest_button = self.budget.suggest_button
+        self.form = AskForm(
+            [self.budget_bar, self.target_label, self.warm_label],
+            [self.pages_edit, self.suggest_button],
+            self.pages_hint,
+            session.settings.thinking,
+        )
+        self.question_edit: QuestionEdit = self.form.question_edit
         self.budget.suggestion_used.connect(self.question_edit.setFocus)
+
+        self.think_box: QCheckBox = self.form.row.think_box
+        self.ask_button = self.form.row.ask_button
+        self.stop_button = self.form.row.stop_button
+        self.stop_button.clicked.connect(self.stop)
+        self.form.submitted.connect(self._on_form_submitted)
         self.question_edit.textChanged.connect(self.budget.schedule)
         self.think_box.toggled.connect(self.budget.schedule)
 
-        row = QHBoxLayout()
-        row.addWidget(QLabel("Pages:"))
-        row.addWidget(self.pages_edit)
-        row.addWidget(self.suggest_button)
-        row.addWidget(self.pages_hint, 1)
-        row.addWidget(self.think_box)
-        row.addWidget(self.stop_button)
-        row.addWidget(self.ask_button)
-
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(6, 6, 6, 6)
-        layout.addWidget(self.splitter, 1)
-        layout.addWidget(self.budget_bar)
-        layout.addWidget(self.target_label)
-        layout.addWidget(self.warm_label)
-        layout.addWidget(self.question_edit)
-        layout.addLayout(row)
+        # Help ▸ Check this workstation: the doctor dialog the window registered.
+        self.workstation_check_requested.connect(messages.check_workstation)
+        self.box = QVBoxLayout(self)
+        self.box.setContentsMargins(6, 6, 6, 6)
+        self.box.addWidget(self.conversation, 1)
+        self.box.addWidget(self.form)
 
         self.set_document(None)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """Never shorter than its parts' wrapped lines need (see ``keep_lines``)."""
+        super().resizeEvent(event)
+        keep_lines(self, self.box, event.size().width())
 
     # --- document -------------------------------------------------------------------------
 
     @property
     def busy(self) -> bool:
         """An answer is on its way."""
-        return self._task is not None and not self._task.done
+        return self.run.busy
+
+    @property
+    def _task(self) -> tasks.Task[None] | None:
+        return self.run.task
 
     def set_document(self, doc: Document | None) -> None:
         """Ask about ``doc`` from now on (stops an answer about another document)."""
@@ -208,22 +175,20 @@ class AskPanel(QWidget):
         self.cancel_warm_up()  # superseded by the document opened now
         self.document = doc
         self.quote_checks.reset()
-        self._set_thread(None)
+        self.threads.set(None)
         self.answer_view.set_pages(doc.pages if doc is not None else [])
-        self.questions.clear(doc)
+        self.questions.reset(doc)
         self.answer_view.reset()
         self.pages_edit.clear()
         self._unanswerable = self.session.unanswerable(doc) if doc is not None else None
-        enabled = doc is not None
-        for widget in (self.question_edit, self.pages_edit, self.think_box):
-            widget.setEnabled(enabled)
+        self.pages_edit.setEnabled(doc is not None)
         self._update_ask_button()
-        self._update_target()
+        self.budget.update_target()
         if doc is None:
             self.budget_bar.show_unknown("")
             return
         self.refresh_history()
-        self.load_last_thread()
+        self.threads.load_last()  # as it was left
         if self._unanswerable is not None:
             self.budget_bar.show_unknown(f"Cannot ask about this document: {self._unanswerable}.")
             return
@@ -242,11 +207,6 @@ class AskPanel(QWidget):
         self.warm_up.enabled = enabled
 
     @property
-    def server_ready(self) -> bool:
-        """The server is up and idle (the window tells us)."""
-        return self.warm_up.server_ready
-
-    @property
     def warming(self) -> bool:
         """A warm-up is running."""
         return self.warm_up.warming
@@ -261,14 +221,7 @@ class AskPanel(QWidget):
 
     def _update_ask_button(self) -> None:
         """Ask is enabled when a document that has text is open and no answer is running."""
-        reason = self._unanswerable
-        self.ask_button.setEnabled(self.document is not None and reason is None and not self.busy)
-        self.ask_button.setToolTip(
-            f"Cannot ask: {reason}" if reason else "Ask (Enter, or Ctrl+Enter anywhere)"
-        )
-
-    def _update_target(self) -> None:
-        self.budget.update_target()
+        self.form.set_askable(self.document is not None, self._unanswerable, self.busy)
 
     @property
     def history(self) -> list[StoredAnswer]:
@@ -277,22 +230,10 @@ class AskPanel(QWidget):
 
     def refresh_history(self, select_id: int | None = None) -> None:
         """Reload the questions asked about the document (off the UI thread)."""
-        doc = self.document
-        if doc is None:
-            return
-        sha = doc.sha256
-
-        def still_open() -> bool:
-            return self.document is not None and self.document.sha256 == sha
-
-        self.questions.refresh(doc, still_open, select_id)
+        self.questions.refresh(select_id)
 
     def _on_questions_picked(self, answer: StoredAnswer) -> None:
-        if self.busy or self.document is None:
-            return
-        self.answer_view.show_answer(answer, len(self.document.pages))
-        self.check_quotes(answer)
-        self._open_thread_at(answer)
+        self.open_answer(answer)
 
     # --- budget and pages (desktop/ui/pages_budget.py) -----------------------------------
 
@@ -304,14 +245,10 @@ class AskPanel(QWidget):
         """Recount the prompt against the server's context (off the UI thread)."""
         self.budget.refresh()
 
-    def _pages(self) -> PageRange | None:
-        """The chosen range; None for the whole document. Raises ValueError."""
-        return self.budget.pages()
-
     # --- asking ---------------------------------------------------------------------------
 
     @Slot()
-    def _on_ask_button_clicked(self) -> None:
+    def _on_form_submitted(self) -> None:
         self.ask()
 
     @Slot()
@@ -319,13 +256,11 @@ class AskPanel(QWidget):
         answer = self.answer_view.answer
         if answer is not None and self.document is not None:
             again = rules.ask_again(answer, self.current_thread, len(self.document.pages))
-            self.question_edit.setPlainText(again.question)
+            self.form.fill(again.question, again.thinking)
             pages = again.pages
             self.pages_edit.setText("" if pages is None else f"{pages.first}-{pages.last}")
-            self.think_box.setChecked(again.thinking)
-            self._set_thread(again.thread)
-            if again.thread is None:
-                self.thread_view.show_turns([])
+            self.threads.clear()  # the question shows the turns it is asked after
+            self.threads.set(again.thread)
         self.ask(use_cache=False)
 
     def ask(self, use_cache: bool = True) -> bool:
@@ -339,13 +274,11 @@ class AskPanel(QWidget):
         if self._unanswerable is not None:
             messages.warning(f"Cannot ask about {Path(doc.path).name}: {self._unanswerable}.")
             return False
-        text = self.question_edit.toPlainText().strip()
-        if not text:
-            self.question_edit.setFocus()
-            messages.info("Type a question first.")
+        text = self.form.question()
+        if text is None:
             return False
         try:
-            pages = self._pages()
+            pages = self.budget.pages()
         except ValueError as exc:
             self.pages_hint.setText(str(exc))
             self.pages_edit.setFocus()
@@ -358,51 +291,32 @@ class AskPanel(QWidget):
             self.answer_view.fail(exc.in_app, exc.remedy)
             return False
         question = Question(doc, text, pages, self.think_box.isChecked(), use_cache, thread=thread)
-        self.thread_view.show_turns(thread.turns if thread is not None else [])
+        self.threads.asking(thread)
         scope = page_scope(pages.first, pages.last, doc.pages) if pages is not None else ""
         self.cancel_warm_up()  # the question prefills the document itself
-        self._question = question
         self.tokens_received = 0
         # A follow-up shows the previous answer once: as the thread's latest turn above.
         self.answer_view.start(text, scope, keep_previous=not (thread and thread.turns))
         self.question_edit.clear()  # asked: the box is ready for the next question
-        self.history_list.clearSelection()
-        session = self.session
-        task = tasks.run_stream(
-            lambda cancel: session.answerer().ask(question, cancel),
-            receiver=self,
-            # Once stopped, what still arrives is stored by the core, not shown.
-            events=lambda batch: self._on_answer_events(batch) if task is self._task else None,
-            success=lambda _: self._on_answer_done(task),
-            failure=lambda exc: self._on_answer_failed(task, exc),
-            name="answer",
-        )
-        self._task = task
+        self.questions.clearSelection()
+        # Looked up at each batch: the UI benchmark wraps the handler.
+        self.run.start(question, lambda batch: self._on_answer_events(batch))
         self._set_busy(True)
         self.answer_started.emit()
         return True
 
     def stop(self) -> None:
-        """Stop the answer and give the panel back at once.
-
-        The request is cancelled (the connection shut down, the server told to abort) and
-        the core stores what arrived as incomplete behind the panel; nothing waits for it.
-        """
-        task = self._task
-        if task is None or task.done:
+        """Stop the answer and give the panel back at once; the core stores what arrived
+        as incomplete behind it (see ``AnswerRun.stop``)."""
+        if not self.run.stop():
             return
-        task.cancel()
-        self._task = None
-        self._stopped.add(task)
-        task.finished.connect(lambda: self._stopped.discard(task))
         self._set_busy(False)
-        self.answer_view.fail("Stopped. What arrived is kept in the history as incomplete.")
+        self.answer_view.fail(STOPPED)
         self.answer_finished.emit(Cancelled())
 
     def _set_busy(self, busy: bool) -> None:
         self._update_ask_button()
-        self.stop_button.setEnabled(busy)
-        self.history_list.setEnabled(not busy)
+        self.questions.setEnabled(not busy)
         self.new_thread_button.setEnabled(not busy and self.current_thread is not None)
         self.busy_changed.emit(busy)
 
@@ -411,62 +325,36 @@ class AskPanel(QWidget):
         self.tokens_received += show_batch(batch, self.answer_view, self._on_answer_event)
 
     def _on_answer_event(self, event: Any) -> None:
+        # Usage and Finished: the stored answer carries the same figures.
         doc = self.document
         if isinstance(event, Sent):
-            # After a warm-up of these pages the server reads only the question.
-            pages = PageRange(event.first_page, event.last_page)
-            warm = doc is not None and self.warm_up.holds(doc, pages)
-            self.answer_view.on_sent(
-                event, self.session.prefill_guess(event, self.history, warm=warm)
-            )
+            self.answer_view.on_sent(event, self.warm_up.prefill_guess(event, self.history))
         elif isinstance(event, Stored):
-            if doc is not None and not event.from_cache:
-                answer = event.answer  # the server holds these pages now
-                pages = PageRange(answer.first_page, answer.last_page)
-                self.warm_up.remember(doc, pages)
+            self.warm_up.answered(event.answer, event.from_cache)
             self.answer_view.finish(event, len(doc.pages) if doc else 0)
             self.check_quotes(event.answer)
             self.session.learn([event.answer])
             self.refresh_history(select_id=event.answer.id)
             if event.thread_id is not None:
-                self._join_thread(event.thread_id, event.answer)
-        elif isinstance(event, Usage | Finished):
-            pass  # the stored answer carries the same figures
+                # The turns the question was asked after: the core put exactly these before.
+                asked = self.run.question.thread if self.run.question is not None else None
+                self.threads.join(asked, event.thread_id, event.answer)
 
-    def _on_answer_done(self, task: tasks.Task[None]) -> None:
-        if task is not self._task:  # stopped by the user, then it finished anyway
-            self.refresh_history()
-            return
-        self._task = None
+    @Slot()
+    def _on_answer_done(self) -> None:
         self._set_busy(False)
-        answer = self.answer_view.answer
-        self.answer_finished.emit(answer)
+        self.answer_finished.emit(self.answer_view.answer)
 
-    def _on_answer_failed(self, task: tasks.Task[None], exc: BaseException) -> None:
-        if task is not self._task:  # stopped: the panel was given back already
-            self.refresh_history()
-            return
-        self._task = None
+    @Slot(object)
+    def _on_answer_failed(self, exc: BaseException) -> None:
         self._set_busy(False)
+        question = self.run.question
+        first = question.page_range().first if question else 1
+        pages = self.document.pages if self.document else []
         managed = not self.session.settings.endpoint
-        if isinstance(exc, Cancelled):
-            self.answer_view.fail("Stopped. What arrived is kept in the history as incomplete.")
-        elif isinstance(exc, DocumentTooLarge):
-            first = self._question.page_range().first if self._question else 1
-            pages = self.document.pages if self.document else []
-            self.answer_view.fail(messages.too_large(exc, pages, first))
-            self.refresh_budget()
+        if show_failure(self.answer_view, exc, managed, pages, first):
+            self.refresh_budget()  # too large: the budget says by how much, pick pages
             self.pages_edit.setFocus()
-        elif isinstance(exc, ThreadTooLong | ServerUnavailable | ServerSetupError):
-            # The core's words and remedy: a new thread; start the managed server (or,
-            # for another server, the settings); a wrong setting in the settings.
-            self.answer_view.fail(exc.in_app, remedy_for(exc, managed))
-        elif isinstance(exc, LongdocError):
-            self.answer_view.fail(str(exc))
-            messages.error(exc)
-        else:
-            self.answer_view.fail(messages.describe(exc))
-            messages.error(exc, self, serious=True)
         self.refresh_history()
         self.answer_finished.emit(exc)
 
@@ -475,53 +363,7 @@ class AskPanel(QWidget):
     @property
     def current_thread(self) -> Thread | None:
         """The conversation a question continues; None: the next question starts a thread."""
-        return self.conversation.current
-
-    def _set_thread(self, thread: Thread | None) -> None:
-        self.conversation.set_thread(thread, self.busy)
-
-    def _show_thread(self, thread: Thread) -> None:
-        """A loaded thread: earlier turns above, the latest one as the current answer."""
-        doc = self.document
-        self._set_thread(thread)
-        if doc is None or not thread.turns:
-            self.thread_view.show_turns([])
-            return
-        *earlier, latest = thread.turns
-        self.thread_view.show_turns(earlier)
-        if self.answer_view.answer is None or self.answer_view.answer.id != latest.id:
-            self.answer_view.show_answer(latest, len(doc.pages))
-            self.check_quotes(latest)
-        whole = (thread.first_page, thread.last_page) == (1, len(doc.pages))
-        self.pages_edit.setText("" if whole else f"{thread.first_page}-{thread.last_page}")
-        self.refresh_budget()
-
-    def load_last_thread(self) -> None:
-        """Show the document's last thread, as it was left (off the UI thread)."""
-        doc = self.document
-        if doc is None:
-            return
-        store = self.session.store
-
-        def loaded(thread: Thread | None) -> None:
-            # Still this document, and nothing asked or started meanwhile?
-            idle = not self.busy and not self._closed and self.current_thread is None
-            if self.document is doc and idle and thread:
-                self._show_thread(thread)
-
-        tasks.run_call(
-            lambda: store.last_thread(doc.sha256),
-            receiver=self,
-            success=loaded,
-            name="last thread",
-        )
-
-    def _join_thread(self, thread_id: int, answer: StoredAnswer) -> None:
-        """The answer became the thread's latest turn (as the core stored it): show it at
-        once, so a question typed right after it follows up."""
-        # The turns the question was asked after: the core put exactly these before it.
-        asked = self._question.thread if self._question is not None else None
-        self._show_thread(rules.with_turn(asked, thread_id, answer))
+        return self.threads.current
 
     def open_answer(self, answer: StoredAnswer) -> None:
         """Show a stored answer about the open document and continue its thread (a search
@@ -530,28 +372,20 @@ class AskPanel(QWidget):
             return
         self.answer_view.show_answer(answer, len(self.document.pages))
         self.check_quotes(answer)
-        self._open_thread_at(answer)
-
-    def _open_thread_at(self, answer: StoredAnswer) -> None:
-        """An answer picked from the history: its thread up to it, so the next question
-        follows up on what is shown (after later turns, the core starts a branch)."""
-        thread = self.current_thread
-        if thread is not None and thread.turns and thread.turns[-1].id == answer.id:
-            return
-        found = self.session.store.thread_with_answer(answer.id)  # one indexed query
-        if found is None:
-            return  # not a turn (stopped or failed): the conversation stays as it was
-        self._show_thread(rules.up_to(found, answer.id))
+        self.threads.open_at(answer)
 
     def new_thread(self) -> None:
         """Start afresh: no earlier turns shown or sent; the next question opens a thread."""
         if self.busy or self.document is None:
             return
-        self._set_thread(None)
-        self.thread_view.show_turns([])
+        self.threads.clear()
         self.answer_view.reset()
-        self.history_list.clearSelection()
+        self.questions.clearSelection()
         self.question_edit.setFocus()
+        self.refresh_budget()
+
+    def _set_pages_text(self, text: str) -> None:
+        self.pages_edit.setText(text)
         self.refresh_budget()
 
     # --- quote checks -------------------------------------------------------------------
@@ -562,14 +396,15 @@ class AskPanel(QWidget):
 
     @Slot(object)
     def _on_answer_view_action_requested(self, remedy: Remedy) -> None:
-        if remedy is Remedy.START_SERVER:
-            self.server_start_requested.emit()
-        elif remedy is Remedy.OPEN_SETTINGS:
-            self.settings_requested.emit()
-        elif remedy is Remedy.NEW_THREAD:
-            self.new_thread()
-        elif remedy is Remedy.CHOOSE_PAGES:
-            self.pages_edit.setFocus()
+        act = {
+            Remedy.START_SERVER: self.server_start_requested.emit,
+            Remedy.OPEN_SETTINGS: self.settings_requested.emit,
+            Remedy.NEW_THREAD: self.new_thread,
+            Remedy.CHOOSE_PAGES: self.pages_edit.setFocus,
+            Remedy.CHECK_WORKSTATION: self.workstation_check_requested.emit,
+        }
+        if (action := act.get(remedy)) is not None:
+            action()
 
     # --- copy and export ----------------------------------------------------------------
 
@@ -585,10 +420,6 @@ class AskPanel(QWidget):
         """Put the shown answer on the clipboard as Markdown."""
         self.exporter.copy()
 
-    @Slot()
-    def _on_answer_view_export_requested(self) -> None:
-        self.exporter.menu(self.answer_view.export_button)
-
     def export(self, whole_history: bool) -> None:
         """Save the answer or the history as a Markdown file chosen by the user."""
         self.exporter.export(whole_history)
@@ -599,10 +430,4 @@ class AskPanel(QWidget):
         self._closed = True
         self.budget.stop()
         self.cancel_warm_up()
-        running = [t for t in (self._task, *self._stopped) if t is not None and not t.done]
-        for task in running:
-            task.cancel()
-            task.detach()
-        self._task = None
-        if running:
-            tasks.wait_all(timeout_ms)
+        self.run.shutdown(timeout_ms)

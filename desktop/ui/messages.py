@@ -36,6 +36,16 @@ def offer_doctor(show: Callable[[], object] | None) -> None:
     _doctor_offer = show
 
 
+def check_workstation() -> bool:
+    """Open "Check this workstation…" (the doctor dialog) where a window registered it;
+    False when none did."""
+    show = _doctor_offer
+    if show is None:
+        return False
+    show()
+    return True
+
+
 class Level(Enum):
     """How loud a message is."""
 

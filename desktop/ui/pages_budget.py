@@ -63,8 +63,10 @@ class PagesBudget(QObject):
             "Ask about a page range only: 1-120 (physical page numbers), iv..xii (printed "
             "labels, as the viewer shows them) or a single label such as A-2"
         )
-        self.pages_edit.setMinimumWidth(80)  # "3-100", "iv..xii" stay readable beside a hint
-        self.pages_edit.setMaximumWidth(110)
+        # "3-100", "iv..xii" stay readable beside a hint, in the platform's font.
+        chars = self.pages_edit.fontMetrics().averageCharWidth()
+        self.pages_edit.setMinimumWidth(chars * 13)
+        self.pages_edit.setMaximumWidth(chars * 18)
         self.pages_edit.textChanged.connect(self._on_pages_edit_text_changed)
         self.pages_hint = QLabel()
         self.pages_hint.setTextFormat(Qt.TextFormat.PlainText)

@@ -11,7 +11,10 @@ from PySide6.QtCore import QObject, Qt, QTimer, Slot
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QLabel
 
+from desktop.answering.events import Sent
+from desktop.answering.prefill import PrefillGuess
 from desktop.answering.prompt import PageRange
+from desktop.answers import StoredAnswer
 from desktop.documents.model import Document
 from desktop.errors import Cancelled
 from desktop.ui import tasks
@@ -86,6 +89,20 @@ class WarmUp(QObject):
     def remember(self, doc: Document, pages: PageRange | None) -> None:
         """An answer was prefilled from these pages: the server holds them now."""
         self._warmed.add(self._key(doc, pages))
+
+    def prefill_guess(self, sent: Sent, history: list[StoredAnswer]) -> PrefillGuess:
+        """How long the server will read ``sent``'s prompt (after a warm-up of these
+        pages, only the question)."""
+        doc = self._document()
+        warm = doc is not None and self.holds(doc, PageRange(sent.first_page, sent.last_page))
+        return self.session.prefill_guess(sent, history, warm=warm)
+
+    def answered(self, answer: StoredAnswer, from_cache: bool) -> None:
+        """An answer was stored: unless it came from the answer cache, the server read
+        its pages and holds them now."""
+        doc = self._document()
+        if doc is not None and not from_cache:
+            self.remember(doc, PageRange(answer.first_page, answer.last_page))
 
     def _pages_or_none(self) -> PageRange | None:
         try:

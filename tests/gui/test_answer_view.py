@@ -25,15 +25,15 @@ def test_a_long_prefill_shows_progress_by_the_uncached_tokens(qtbot: QtBot) -> N
     assert not view.prefill_bar.isVisible()
     view.on_sent(SENT, PrefillGuess(250_000, 250_000, 100.0))
     assert view.prefill_bar.isVisible()
-    view._sent_at = time.monotonic() - 25  # as if 25 s had passed since it was sent
-    view._on_timer_timeout()
+    view.progress._sent_at = time.monotonic() - 25  # as if 25 s had passed since it was sent
+    view.progress._on_timer_timeout()
     text = view.waiting_label.text()
     assert text.startswith("Reading the document (250,000 tokens)… 0:25 · about 1:")
     assert text.endswith(" left")
     assert 240 <= view.prefill_bar.value() <= 260  # a quarter of the estimate
     # Past the estimate the bar stops claiming a percentage.
-    view._sent_at = time.monotonic() - 130
-    view._on_timer_timeout()
+    view.progress._sent_at = time.monotonic() - 130
+    view.progress._on_timer_timeout()
     assert "longer than expected" in view.waiting_label.text()
     assert view.prefill_bar.maximum() == 0
     # The first token ends the wait.
@@ -47,8 +47,8 @@ def test_a_warm_document_reads_only_the_question(qtbot: QtBot) -> None:
     qtbot.addWidget(view)
     view.start("And clause 5?", "")
     view.on_sent(SENT, PrefillGuess(250_000, 300, 0.1))
-    view._sent_at = time.monotonic()
-    view._on_timer_timeout()
+    view.progress._sent_at = time.monotonic()
+    view.progress._on_timer_timeout()
     assert view.waiting_label.text().startswith(
         "Reading 300 new tokens (249,700 of 250,000 expected from the server's cache)… 0:00"
     )

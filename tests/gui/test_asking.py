@@ -131,7 +131,7 @@ def test_a_repeated_question_comes_from_the_cache_at_once(
     assert second.id == first.id
     assert chat_requests(sglang) == sent, "a cached answer must not reach the server"
     view = window.ask_panel.answer_view
-    assert view.figures_label.text().startswith("From cache, asked just now.")
+    assert view.from_cache and "asked just now" in view.saved_badge.text()
     # The answer as written (its verified quote has a mark where it stands).
     assert unmarked_text(view.browser.document()) == first.answer
     # "Ask again" goes to the server and makes a new answer.

@@ -94,7 +94,7 @@ def test_quotes_are_checked_and_a_misplaced_one_links_to_its_page(
     window.ask_panel.new_thread()
     again = ask(window, qtbot, QUESTION)
     assert isinstance(again, StoredAnswer) and again.id == result.id
-    assert view.figures_label.text().startswith("From cache")
+    assert view.from_cache
     qtbot.waitUntil(lambda: view.quotes_label.text() == line, timeout=5_000)
     assert view.browser.toPlainText() == text  # marked once, the same way
 
