@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -189,8 +190,23 @@ def assert_painted_over_ink(view: DocumentView) -> None:
     offset = QPoint(pdf_view.horizontalScrollBar().value(), pdf_view.verticalScrollBar().value())
     rects = [r.toAlignedRect().translated(-offset) for r in pdf_view.highlight_rects()]
     highlight, pdf_view.highlight = pdf_view.highlight, []
-    pdf_view.viewport().repaint()
-    plain = pdf_view.viewport().grab().toImage()
+    assert rects
+
+    def grab_plain() -> QImage:
+        pdf_view.viewport().repaint()
+        return pdf_view.viewport().grab().toImage()
+
+    # QtPdf renders pages on a thread of its own: on a busy machine the page (or its new
+    # zoom) may not be drawn yet. Wait for ink anywhere on the highlighted lines' band,
+    # which says nothing about where the rectangles are (that is what is asserted below).
+    band = QRect(0, min(r.top() for r in rects), pdf_view.viewport().width(), 1)
+    band.setBottom(max(r.bottom() for r in rects))
+    deadline = time.monotonic() + 20
+    plain = grab_plain()
+    while _dark(plain, band.intersected(plain.rect())) == 0 and time.monotonic() < deadline:
+        QApplication.processEvents()
+        time.sleep(0.05)
+        plain = grab_plain()
     pdf_view.set_highlight(highlight)
     pdf_view.viewport().repaint()
     painted = pdf_view.viewport().grab().toImage()
