@@ -309,8 +309,8 @@ class Store:
             counts: list[int | None] = list(doc.page_tokens)
             if len(counts) != len(doc.pages):
                 counts = [None] * len(doc.pages)
-            conn.executemany(
-                "INSERT INTO pages (sha256, number, label, text, tokens) VALUES (?, ?, ?, ?, ?)",
+            _insert_pages(
+                conn,
                 [
                     (doc.sha256, p.number, p.label, p.text, n)
                     for p, n in zip(doc.pages, counts, strict=True)
@@ -654,6 +654,29 @@ class Store:
                 [document_sha],
             ).fetchone()
         return self.get_thread(row[0]) if row else None
+
+
+# Pages a statement inserts: 5 parameters each stays under 999, the limit of SQLite before
+# 3.32.
+PAGES_PER_STATEMENT = 128
+
+
+def _insert_pages(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+    """Insert pages a statement per ``PAGES_PER_STATEMENT``, not a statement per page.
+
+    FTS5 writes the index entries it holds as a new segment at the start of every
+    statement in the transaction (the trigger makes each insert a statement with a
+    savepoint): a statement per page left a segment per page, four times the segments and
+    the merging of one statement per document (measured: 232 against 211 µs a page of
+    ~3,900 characters, no index 20 µs).
+    """
+    for start in range(0, len(rows), PAGES_PER_STATEMENT):
+        chunk = rows[start : start + PAGES_PER_STATEMENT]
+        conn.execute(
+            "INSERT INTO pages (sha256, number, label, text, tokens) VALUES "
+            + ", ".join(["(?, ?, ?, ?, ?)"] * len(chunk)),
+            [value for row in chunk for value in row],
+        )
 
 
 def _save_page_tokens(conn: sqlite3.Connection, doc: Document) -> None:

@@ -12,7 +12,7 @@ import pytest
 from desktop import search
 from desktop.cli.main import main
 from desktop.documents.model import Document
-from desktop.store import fts
+from desktop.store import db, fts
 from desktop.store.db import AnswerKey, Store
 from desktop.store.migrations import MIGRATIONS, Migrations
 from tests.conftest import make_document
@@ -170,6 +170,30 @@ def test_saving_again_and_token_counts_keep_the_index_exact(store: Store) -> Non
     store.save_document(doc)  # re-ingested: pages deleted and inserted again
     store.save_page_tokens(doc)  # an update of other columns only
     assert labels(search.search(store, "quokka")) == ["1"]
+    check_indexes(store)
+
+
+def segments(store: Store) -> int:
+    """How many segments the page index holds (each has a row in its ``_idx`` table)."""
+    return int(store.conn.execute("SELECT count(DISTINCT segid) FROM pages_fts_idx").fetchone()[0])
+
+
+def test_a_documents_pages_go_into_the_index_as_one_segment(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # FTS5 writes what it holds as a segment when a statement starts: a statement per page
+    # made a segment per page (and four times the merging, m006 merging 64 at a time).
+    store.save_document(make_document([contract(n, f"okapi{n}") for n in range(1, 6)]))
+    assert segments(store) == 1
+    # A document longer than a statement takes: a segment per statement, every page there.
+    monkeypatch.setattr(db, "PAGES_PER_STATEMENT", 2)
+    doc = make_document([contract(n, f"tapir{n} tapir") for n in range(1, 6)], title="Long")
+    store.save_document(doc)
+    assert segments(store) == 1 + 3
+    assert sorted(labels(search.search(store, "tapir"))) == ["1", "2", "3", "4", "5"]
+    loaded = store.load_document(doc.sha256)
+    assert loaded is not None and [p.text for p in loaded.pages] == [p.text for p in doc.pages]
+    assert loaded.page_tokens == doc.page_tokens
     check_indexes(store)
 
 
