@@ -18,15 +18,7 @@ _MARK = {"ok": "ok     ", "warning": "warning", "problem": "PROBLEM"}
 
 def register(sub: Any) -> None:
     """Add the ``doctor`` command."""
-    p = add_command(
-        sub,
-        "doctor",
-        description="Check everything Longdoc needs on this workstation (Python and Qt, the "
-        "data directory, the container runtime, GPU devices and permissions, the server "
-        "image, the model folder, the port, the server and its context length) and say "
-        "how to fix each problem. Exit 0 when nothing is a problem (warnings allowed), "
-        f"{EXIT_DOCTOR_PROBLEMS} when something is.",
-    )
+    p = add_command(sub, "doctor")
     p.add_argument(
         "--json",
         action="store_true",
