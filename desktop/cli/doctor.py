@@ -32,17 +32,9 @@ def register(sub: Any) -> None:
 def cmd_doctor(args: argparse.Namespace) -> int:
     """Run every check; print a checklist or JSON."""
     from desktop.cli.options import settings_from
-    from desktop.config import data_dir
     from desktop.doctor import Context, has_problems, iter_checks
 
-    settings = settings_from(args)
-    ctx = Context(
-        data_dir=data_dir(),
-        profile_name=settings.profile,
-        container_runtime=settings.container_runtime,
-        endpoint=settings.endpoint,
-        api_key=settings.api_key,
-    )
+    ctx = Context.of(settings_from(args))
     checks = []
     for check in iter_checks(ctx):
         checks.append(check)
