@@ -95,6 +95,13 @@ def open_document(window: MainWindow, qtbot: object, path: Path) -> None:
     )
 
 
+def open_as_text(window: MainWindow, qtbot: object, path: Path) -> str:
+    """Add a file shown as text (not a PDF); the text view's plain text."""
+    open_document(window, qtbot, path)
+    assert window.doc_view.mode == "text"
+    return window.doc_view.text_view.toPlainText()
+
+
 def wait_ready(window: MainWindow, qtbot: object) -> None:
     """Wait until the indicator says the server is ready and the context length is known."""
     qtbot.waitUntil(lambda: window.indicator.state == "ready", timeout=10_000)  # type: ignore[attr-defined]
