@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt, QUrl, Slot
+from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
@@ -33,7 +33,7 @@ from desktop.documents.model import Document
 from desktop.session import Session
 from desktop.ui import tasks
 from desktop.ui.document_view import DocumentView
-from desktop.ui.set_answer import cited, show_events
+from desktop.ui.set_answer import follow_citations, show_events
 
 MARKS = {
     ChangeKind.ADDED: "+",
@@ -96,8 +96,7 @@ class CompareWindow(QWidget):
         self.change_list.currentRowChanged.connect(self._on_change_list_current_row_changed)
         self.explanation_view = QTextBrowser()
         self.explanation_view.setObjectName("explanationView")
-        self.explanation_view.setOpenLinks(False)
-        self.explanation_view.anchorClicked.connect(self._on_explanation_view_anchor_clicked)
+        follow_citations(self.explanation_view, lambda: self.checks, self.open_citation)
         self.quotes_label = QLabel()
         self.quotes_label.setObjectName("compareQuotesLabel")
         self.quotes_label.setWordWrap(True)
@@ -217,11 +216,6 @@ class CompareWindow(QWidget):
     def _finish(self) -> None:
         self._task = None
         self.explain_button.setEnabled(True)
-
-    @Slot(QUrl)
-    def _on_explanation_view_anchor_clicked(self, url: QUrl) -> None:
-        if (check := cited(url, self.checks)) is not None:
-            self.open_citation(check)
 
     def open_citation(self, check: CitationCheck) -> None:
         """Show a cited passage in its version's view (A: left, B: right)."""

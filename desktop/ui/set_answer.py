@@ -8,7 +8,7 @@ letter) at the cited page with the quote highlighted.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QUrl
 from PySide6.QtWidgets import QLabel, QTextBrowser
@@ -76,6 +76,22 @@ def show_events(
             view.setHtml(answer_html(answer.answer, checks))
             label.setText(summary(checks))
     return checks
+
+
+def follow_citations(
+    browser: QTextBrowser,
+    checks: Callable[[], Sequence[CitationCheck]],
+    open_citation: Callable[[CitationCheck], None],
+) -> None:
+    """Have a click on a ``cite:N`` link in ``browser`` open that citation (of ``checks()``,
+    the answer's current ones); other links are not followed."""
+
+    def on_click(url: QUrl) -> None:
+        if (check := cited(url, checks())) is not None:
+            open_citation(check)
+
+    browser.setOpenLinks(False)
+    browser.anchorClicked.connect(on_click)
 
 
 def cited(url: QUrl, checks: Sequence[CitationCheck]) -> CitationCheck | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from PySide6.QtCore import QRectF, Qt, QUrl, Signal, Slot
+from PySide6.QtCore import QRectF, Qt, Signal, Slot
 from PySide6.QtGui import QColor, QPainter, QPaintEvent
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -32,7 +32,7 @@ from desktop.answers import CitationCheck, StoredAnswer
 from desktop.documents.model import Document
 from desktop.session import Session
 from desktop.ui import messages, tasks
-from desktop.ui.set_answer import answer_html, cited, show_events, summary
+from desktop.ui.set_answer import answer_html, follow_citations, show_events, summary
 
 # One colour per letter (cycled), light enough for black text on it.
 SHARE_COLORS = ["#90caf9", "#a5d6a7", "#ffcc80", "#ce93d8", "#80cbc4", "#ef9a9a"]
@@ -117,8 +117,7 @@ class SetAskWindow(QWidget):
         self.stop_button.clicked.connect(self.stop)
         self.answer_view = QTextBrowser()
         self.answer_view.setObjectName("setAnswerView")
-        self.answer_view.setOpenLinks(False)
-        self.answer_view.anchorClicked.connect(self._on_answer_view_anchor_clicked)
+        follow_citations(self.answer_view, lambda: self.checks, self.open_citation)
         self.quotes_label = QLabel()
         self.quotes_label.setObjectName("setQuotesLabel")
 
@@ -230,11 +229,6 @@ class SetAskWindow(QWidget):
         self._task = None
         self.ask_button.setEnabled(True)
         self.stop_button.setEnabled(False)
-
-    @Slot(QUrl)
-    def _on_answer_view_anchor_clicked(self, url: QUrl) -> None:
-        if (check := cited(url, self.checks)) is not None:
-            self.open_citation(check)
 
     def open_citation(self, check: CitationCheck) -> None:
         """Open the cited document at the cited page, the quote highlighted if it is there."""
