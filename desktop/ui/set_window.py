@@ -32,7 +32,7 @@ from desktop.answers import CitationCheck, StoredAnswer
 from desktop.documents.model import Document
 from desktop.session import Session
 from desktop.ui import messages, tasks
-from desktop.ui.set_answer import answer_html, follow_citations, show_events, summary
+from desktop.ui.set_answer import CitedAnswer
 
 # One colour per letter (cycled), light enough for black text on it.
 SHARE_COLORS = ["#90caf9", "#a5d6a7", "#ffcc80", "#ce93d8", "#80cbc4", "#ef9a9a"]
@@ -93,9 +93,7 @@ class SetAskWindow(QWidget):
         self.session = session
         self.docset = build_set(list(documents))
         self.setWindowTitle(f"Ask about these {len(self.docset)} documents — Longdoc")
-        self.checks: list[CitationCheck] = []
         self._task: tasks.Task[Any] | None = None
-        self._parts: list[str] = []
 
         self.asking_label = QLabel(asking_about(self.docset))
         self.asking_label.setObjectName("askingAboutLabel")
@@ -117,9 +115,9 @@ class SetAskWindow(QWidget):
         self.stop_button.clicked.connect(self.stop)
         self.answer_view = QTextBrowser()
         self.answer_view.setObjectName("setAnswerView")
-        follow_citations(self.answer_view, lambda: self.checks, self.open_citation)
         self.quotes_label = QLabel()
         self.quotes_label.setObjectName("setQuotesLabel")
+        self.cited_answer = CitedAnswer(self.answer_view, self.quotes_label, self.open_citation)
 
         buttons = QHBoxLayout()
         buttons.addStretch(1)
@@ -182,8 +180,7 @@ class SetAskWindow(QWidget):
             thinking=session.settings.thinking,
             docset=self.docset,
         )
-        self._parts = []
-        self.checks = []
+        self.cited_answer.restart()
         self.answer_view.clear()
         self.quotes_label.clear()
         self.ask_button.setEnabled(False)
@@ -191,7 +188,7 @@ class SetAskWindow(QWidget):
         self._task = tasks.run_stream(
             lambda cancel: session.answerer().ask(question, cancel),
             receiver=self,
-            events=self._on_events,
+            events=self.cited_answer.show_events,
             success=self._on_done,
             failure=self._on_failed,
             name="ask a set",
@@ -201,21 +198,14 @@ class SetAskWindow(QWidget):
         """A stored answer about this set (opened from a search hit), its quotes linked."""
         if self._task is not None:
             return
-        self.checks = list(answer.citations.items) if answer.citations else []
         self.question_edit.setPlainText(answer.question)
-        self.answer_view.setHtml(answer_html(answer.answer, self.checks))
-        self.quotes_label.setText(summary(self.checks))
+        self.cited_answer.show_stored(answer)
 
     @Slot()
     def stop(self) -> None:
         """Stop the answer at once (what arrived is kept, as incomplete)."""
         if self._task is not None:
             self._task.cancel()
-
-    def _on_events(self, batch: list[Any]) -> None:
-        checks = show_events(batch, self._parts, self.answer_view, self.quotes_label)
-        if checks is not None:
-            self.checks = checks
 
     def _on_done(self, _: None) -> None:
         self._finish()
@@ -229,6 +219,11 @@ class SetAskWindow(QWidget):
         self._task = None
         self.ask_button.setEnabled(True)
         self.stop_button.setEnabled(False)
+
+    @property
+    def checks(self) -> list[CitationCheck]:
+        """The answer's checked citations (none before it is stored)."""
+        return self.cited_answer.checks
 
     def open_citation(self, check: CitationCheck) -> None:
         """Open the cited document at the cited page, the quote highlighted if it is there."""
