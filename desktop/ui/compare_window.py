@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QPushButton,
     QSplitter,
-    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
@@ -92,11 +91,8 @@ class CompareWindow(QWidget):
         self.change_list = QListWidget()
         self.change_list.setObjectName("changeList")
         self.change_list.currentRowChanged.connect(self._on_change_list_current_row_changed)
-        self.explanation_view = QTextBrowser()
-        self.explanation_view.setObjectName("explanationView")
-        self.quotes_label = QLabel()
-        self.quotes_label.setObjectName("compareQuotesLabel")
-        self.explanation = CitedAnswer(self.explanation_view, self.quotes_label, self.open_citation)
+        self.explanation = CitedAnswer(self.open_citation, "explanationView", "compareQuotesLabel")
+        self.explanation_view, self.quotes_label = self.explanation.browser, self.explanation.label
         self.quotes_label.setWordWrap(True)
         self.explain_button = QPushButton("Explain the changes")
         self.explain_button.setObjectName("explainButton")

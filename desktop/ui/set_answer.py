@@ -60,23 +60,22 @@ def summary(checks: Sequence[CitationCheck]) -> str:
 
 
 class CitedAnswer:
-    """An answer about several documents in ``browser``: its text as it streams, then the
-    stored answer with its citations as links (a click hands one to ``open_citation``) and
-    their ``summary`` in ``label``."""
+    """An answer about several documents in its ``browser``: its text as it streams, then
+    the stored answer with its citations as links (a click hands one to ``open_citation``)
+    and their ``summary`` in its ``label``; the two widgets named as given."""
 
     def __init__(
-        self,
-        browser: QTextBrowser,
-        label: QLabel,
-        open_citation: Callable[[CitationCheck], None],
+        self, open_citation: Callable[[CitationCheck], None], browser_name: str, label_name: str
     ) -> None:
-        self.browser = browser
-        self.label = label
+        self.browser = QTextBrowser()
+        self.browser.setObjectName(browser_name)
+        self.label = QLabel()
+        self.label.setObjectName(label_name)
         self.checks: list[CitationCheck] = []  # the shown answer's, once it is stored
         self._parts: list[str] = []
-        browser.setOpenLinks(False)
-        browser.anchorClicked.connect(self._on_anchor_clicked)
         self._open_citation = open_citation
+        self.browser.setOpenLinks(False)
+        self.browser.anchorClicked.connect(self._on_anchor_clicked)
 
     def restart(self) -> None:
         """A new answer begins: no text and no citations yet."""

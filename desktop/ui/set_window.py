@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QPlainTextEdit,
     QPushButton,
-    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
@@ -113,11 +112,8 @@ class SetAskWindow(QWidget):
         self.stop_button = QPushButton("Stop")
         self.stop_button.setEnabled(False)
         self.stop_button.clicked.connect(self.stop)
-        self.answer_view = QTextBrowser()
-        self.answer_view.setObjectName("setAnswerView")
-        self.quotes_label = QLabel()
-        self.quotes_label.setObjectName("setQuotesLabel")
-        self.cited_answer = CitedAnswer(self.answer_view, self.quotes_label, self.open_citation)
+        self.cited_answer = CitedAnswer(self.open_citation, "setAnswerView", "setQuotesLabel")
+        self.answer_view, self.quotes_label = self.cited_answer.browser, self.cited_answer.label
 
         buttons = QHBoxLayout()
         buttons.addStretch(1)
