@@ -11,8 +11,6 @@ from __future__ import annotations
 import argparse
 from typing import Any, NamedTuple
 
-from desktop.errors import EXIT_DOCTOR_PROBLEMS
-
 
 class Command(NamedTuple):
     """A ``longdoc`` command: its module defines ``register(subparsers)`` and ``EXIT_CODES``."""
@@ -101,7 +99,7 @@ COMMANDS: tuple[Command, ...] = (
         "data directory, the container runtime, GPU devices and permissions, the server "
         "image, the model folder, the port, the server and its context length) and say "
         "how to fix each problem. Exit 0 when nothing is a problem (warnings allowed), "
-        f"{EXIT_DOCTOR_PROBLEMS} when something is.",
+        "{EXIT_DOCTOR_PROBLEMS} when something is.",
     ),
     Command(
         "search",
@@ -145,9 +143,15 @@ _BY_NAME = {command.name: command for command in COMMANDS}
 
 
 def add_command(sub: Any, name: str, **kwargs: Any) -> argparse.ArgumentParser:
-    """The subparser of command ``name``, its help and description from ``COMMANDS``."""
+    """The subparser of command ``name``, its help and description from ``COMMANDS`` (where
+    ``{EXIT_...}`` stands for that exit code of ``desktop.errors``)."""
+    # Imported here, not with the table: main.py imports the table before its SIGINT
+    # handling is in place, and keeps start-up imports to the chosen command's.
+    from desktop import errors
+
     command = _BY_NAME[name]
+    description = command.description.format_map(vars(errors))
     parser: argparse.ArgumentParser = sub.add_parser(
-        name, help=command.help, description=command.description, **kwargs
+        name, help=command.help, description=description, **kwargs
     )
     return parser
