@@ -17,7 +17,8 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,31 @@ def window_on(app: object, url: str, path: Path, poll_ms: int, **settings: Any) 
     window.add_paths([path])
     assert spin(app, lambda: window.ask_panel.budget_bar.view is not None, 60), "not ready"
     return window
+
+
+@contextmanager
+def asking_window(
+    path: Path, poll_ms: int, behaviour: dict[str, Any], **settings: Any
+) -> Iterator[tuple[Any, Any]]:
+    """The QApplication and a window (``window_on``) on a test server in a child process
+    (262,144-token context) behaving as ``behaviour`` says; the tokenizer built first (as
+    the app does). The window is closed and the server stopped afterwards."""
+    from desktop.documents import tokens
+    from desktop.ui.app import application
+
+    app = application()
+    tokens.encoding()
+    proc, url = start_server("--context-length", "262144")
+    try:
+        set_behaviour(url, **behaviour)
+        window = window_on(app, url, path, poll_ms, **settings)
+        try:
+            yield app, window
+        finally:
+            window.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 class Heartbeat:

@@ -19,14 +19,7 @@ import argparse
 import statistics
 import time
 
-from _common import (  # first: it puts the project on sys.path
-    FOUR_PAGES,
-    gui_environment,
-    set_behaviour,
-    spin,
-    start_server,
-    window_on,
-)
+from _common import FOUR_PAGES, asking_window, gui_environment, spin  # first: sys.path
 
 gui_environment()
 
@@ -36,8 +29,6 @@ from PySide6.QtWidgets import QTextBrowser  # noqa: E402
 
 import desktop.ui  # noqa: E402,F401  (PySide6 6.12.0 workaround first)
 from desktop.answering.events import AnswerDelta  # noqa: E402
-from desktop.documents import tokens  # noqa: E402
-from desktop.ui.app import application  # noqa: E402
 from desktop.ui.markdown_writer import FRAME_S, MarkdownWriter  # noqa: E402
 
 ANSWER_TOKENS = 20_000
@@ -187,28 +178,21 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--replays", type=int, default=5, help="replays per rendering mode")
     args = parser.parse_args()
-    app = application()
-    tokens.encoding()
-    proc, url = start_server("--context-length", "262144")
-    try:
-        set_behaviour(
-            url,
-            answer_text=markdown_answer(),
-            answer_tokens=ANSWER_TOKENS,
-            token_delay_s=0.0,
-            reasoning_tokens=0,
-        )
-        window = window_on(
-            app, url, FOUR_PAGES, 2_000, thinking=False, answer_reserve=ANSWER_TOKENS + 2_000
-        )
+    behaviour = {
+        "answer_text": markdown_answer(),
+        "answer_tokens": ANSWER_TOKENS,
+        "token_delay_s": 0.0,
+        "reasoning_tokens": 0,
+    }
+    reserve = ANSWER_TOKENS + 2_000
+    with asking_window(FOUR_PAGES, 2_000, behaviour, thinking=False, answer_reserve=reserve) as (
+        app,
+        window,
+    ):
         # The first answer of a session also pays one-off costs in the worker (building
         # the HTTP client's response models holds the GIL ~90 ms): reported on its own.
         first = stream_once(app, window)
         results = [stream_once(app, window) for _ in range(args.runs)]
-        window.close()
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
     print(
         f"UI streaming: {ANSWER_TOKENS:,}-token Markdown answer, fake server in a child "

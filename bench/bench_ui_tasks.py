@@ -17,23 +17,14 @@ import gc
 import resource
 import time
 
-from _common import (  # first: it puts the project on sys.path
-    FOUR_PAGES,
-    gui_environment,
-    set_behaviour,
-    spin,
-    start_server,
-    window_on,
-)
+from _common import FOUR_PAGES, asking_window, gui_environment, spin  # first: sys.path
 
 gui_environment()
 
 from PySide6.QtCore import QThreadPool  # noqa: E402
 
 import desktop.ui  # noqa: E402,F401  (PySide6 6.12.0 workaround first)
-from desktop.documents import tokens  # noqa: E402
 from desktop.ui import tasks  # noqa: E402
-from desktop.ui.app import application  # noqa: E402
 
 PDF = FOUR_PAGES
 
@@ -50,13 +41,9 @@ def main() -> int:
     parser.add_argument("--answers", type=int, default=300)
     parser.add_argument("--block", type=int, default=25)
     args = parser.parse_args()
-    app = application()
-    tokens.encoding()
-    proc, url = start_server("--context-length", "262144")
     samples: list[tuple[int, float, int, int, int]] = []
-    try:
-        set_behaviour(url, answer_tokens=120, reasoning_tokens=30, token_delay_s=0.0)
-        window = window_on(app, url, PDF, 500)
+    behaviour = {"answer_tokens": 120, "reasoning_tokens": 30, "token_delay_s": 0.0}
+    with asking_window(PDF, 500, behaviour) as (app, window):
         panel = window.ask_panel
         # Whether each answer failed (not the answers: the bench must not hold them).
         done: list[bool] = []
@@ -86,10 +73,6 @@ def main() -> int:
                 )
         elapsed = time.perf_counter() - started
         failed = [d for d in done if d]
-        window.close()
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
     print(
         f"{args.answers} streamed answers in one window ({elapsed:.0f} s), "

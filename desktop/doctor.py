@@ -15,7 +15,10 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from desktop.config import Settings
 
 Status = Literal["ok", "warning", "problem"]
 
@@ -53,6 +56,19 @@ class Context:
     api_key: str = ""
     # The environment the display check reads (DISPLAY, WAYLAND_DISPLAY, QT_QPA_PLATFORM).
     environ: dict[str, str] | None = None
+
+    @classmethod
+    def of(cls, settings: Settings) -> Context:
+        """What the checks look at for these settings, in this user's data directory."""
+        from desktop.config import data_dir
+
+        return cls(
+            data_dir=data_dir(),
+            profile_name=settings.profile,
+            container_runtime=settings.container_runtime,
+            endpoint=settings.endpoint,
+            api_key=settings.api_key,
+        )
 
 
 def has_problems(checks: list[Check]) -> bool:
@@ -132,16 +148,30 @@ def _run_python(probe: str, env: dict[str, str]) -> tuple[int, str]:
     return done.returncode, (lines[-1].strip() if lines else done.stdout.strip())
 
 
+def _probe_check(
+    name: str,
+    probe: str,
+    env: dict[str, str],
+    ok: Callable[[str], str],
+    problem: Callable[[str], str],
+    fix: str,
+) -> Check:
+    """Check ``name`` by a child's ``probe``: its last line worded by ``ok`` or ``problem``."""
+    status, out = _run_python(probe, env)
+    if status == 0:
+        return Check(name, "ok", ok(out))
+    return Check(name, "problem", problem(out), fix)
+
+
 def check_qt() -> Check:
     """PySide6 with QtPdf imports (probed in a child so this process stays Qt-free)."""
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
-    status, out = _run_python("qt", env)
-    if status == 0:
-        return Check("Qt", "ok", f"PySide6 {out} with QtPdf.")
-    return Check(
+    return _probe_check(
         "Qt",
-        "problem",
-        f"PySide6 with QtPdf does not import: {out}.",
+        "qt",
+        env,
+        lambda out: f"PySide6 {out} with QtPdf.",
+        lambda out: f"PySide6 with QtPdf does not import: {out}.",
         "Reinstall Longdoc (its requirements pin PySide6 with QtPdf); on Debian/Ubuntu run "
         "packaging/install-system-deps.sh run for Qt's system libraries.",
     )
@@ -165,13 +195,12 @@ def check_display(environ: dict[str, str] | None = None) -> Check:
             "open; the command line works.",
             "Run Longdoc from a desktop session, or use the longdoc commands in a terminal.",
         )
-    status, out = _run_python("display", env)
-    if status == 0:
-        return Check("Display", "ok", f"Qt opens windows through {where} ({out}).")
-    return Check(
+    return _probe_check(
         "Display",
-        "problem",
-        f"Qt cannot use {where}: {out}.",
+        "display",
+        env,
+        lambda out: f"Qt opens windows through {where} ({out}).",
+        lambda out: f"Qt cannot use {where}: {out}.",
         "Install Qt's platform libraries (packaging/install-system-deps.sh run installs "
         "libxcb-cursor0 and friends), or check that the display is reachable.",
     )

@@ -265,15 +265,8 @@ class ChatClient:
         cancel: threading.Event | None = None,
     ) -> StreamingAnswer:
         """Start a streamed answer; iterate the result for events, ``cancel()`` to stop."""
-        return StreamingAnswer(
-            self,
-            messages,
-            model,
-            max_tokens,
-            thinking,
-            first_token_timeout_s,
-            cancel or threading.Event(),
-        )
+        request = ChatRequest(messages, model, max_tokens, thinking, first_token_timeout_s)
+        return StreamingAnswer(self, request, cancel or threading.Event())
 
     def abort(self, rid: str) -> None:
         """Ask SGLang to drop a request now (closing the stream alone takes ~2-4 s)."""
@@ -295,26 +288,26 @@ class ChatClient:
             )
 
 
+@dataclass(frozen=True)
+class ChatRequest:
+    """What a streamed answer asks for: the messages, the model, the answer's token limit,
+    thinking or not, and how long the first token may take."""
+
+    messages: list[dict[str, Any]]
+    model: str
+    max_tokens: int
+    thinking: bool
+    first_token_timeout_s: float
+
+
 class StreamingAnswer:
     """An answer being streamed; iterate for events. Thread-safe ``cancel()``."""
 
-    def __init__(
-        self,
-        client: ChatClient,
-        messages: list[dict[str, Any]],
-        model: str,
-        max_tokens: int,
-        thinking: bool,
-        first_token_timeout_s: float,
-        cancel: threading.Event,
-    ) -> None:
+    def __init__(self, client: ChatClient, request: ChatRequest, cancel: threading.Event) -> None:
         self.client = client
-        self.messages = messages
-        self.model = model
-        self.max_tokens = max_tokens
-        self.thinking = thinking
-        self.first_token_timeout_s = first_token_timeout_s
+        self.request = request
         self.cancelled = cancel
+        first_token_timeout_s = request.first_token_timeout_s
         self.rid = uuid.uuid4().hex
         self._lock = threading.Lock()
         # This request's sockets, so cancel() can shut them down from any thread.
@@ -380,7 +373,7 @@ class StreamingAnswer:
     def _watch(self, done: threading.Event, start: float) -> None:
         """Turn a cancel into closing the connection; likewise the first-token deadline,
         which must fire whatever bytes arrive (SSE comments keep every read short)."""
-        deadline = start + self.first_token_timeout_s
+        deadline = start + self.request.first_token_timeout_s
         while not done.is_set():
             if self.cancelled.wait(0.05):
                 if not done.is_set():
@@ -421,9 +414,10 @@ class StreamingAnswer:
             raise
 
     def _past_deadline(self) -> StreamBroken:
+        wait_s = self.request.first_token_timeout_s
         return StreamBroken(
             f"The server at {self.client.url} sent no token within "
-            f"{self.first_token_timeout_s:,.0f} s (the first-token deadline, from the prompt's "
+            f"{wait_s:,.0f} s (the first-token deadline, from the prompt's "
             "size and min_prefill_rate); it may be overloaded or wedged: check "
             "`longdoc server status` (on a slow GPU, lower min_prefill_rate in longdoc.toml)."
         )
@@ -433,12 +427,12 @@ class StreamingAnswer:
         finish_reason: str | None = None
         try:
             stream = self._openai.chat.completions.create(  # type: ignore[call-overload]
-                model=self.model,
-                messages=self.messages,
+                model=self.request.model,
+                messages=self.request.messages,
                 stream=True,
-                max_tokens=self.max_tokens,
+                max_tokens=self.request.max_tokens,
                 stream_options={"include_usage": True},
-                extra_body=self.client.extra_body(self.thinking, self.rid),
+                extra_body=self.client.extra_body(self.request.thinking, self.rid),
                 timeout=self._http.timeout,
             )
         except openai.OpenAIError as exc:

@@ -34,15 +34,7 @@ RESET = "\x1b[0m"
 
 def register(sub: Any) -> None:
     """Add the ``ask`` command."""
-    p = add_command(
-        sub,
-        "ask",
-        description="Ask a question about a whole document, or about several at once. The "
-        "complete text (or the chosen page range) goes to the model in one prompt; nothing is "
-        "truncated. Several documents are lettered A, B, C... in the order given, each whole "
-        "in its own block, and cited with their letter ([B p. 4]). The last argument is always "
-        "the question. The answer streams to stdout, the model's reasoning to stderr.",
-    )
+    p = add_command(sub, "ask")
     p.add_argument("path", type=Path, nargs="+", metavar="PATH")
     p.add_argument("question", metavar="QUESTION")
     p.add_argument(

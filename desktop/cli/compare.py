@@ -10,30 +10,14 @@ from typing import Any
 
 from desktop.cli.commands import add_command
 from desktop.cli.options import add_server_options
-from desktop.errors import (
-    ASKING_EXIT_CODES,
-    UsageError,
-    display_path,
-)
+from desktop.errors import ASKING_EXIT_CODES, UsageError, display_path
 
 EXIT_CODES = ASKING_EXIT_CODES
 
 
 def register(sub: Any) -> None:
     """Add the ``compare`` command."""
-    p = add_command(
-        sub,
-        "compare",
-        description="Compare two versions of a document (PDF, Word, text, Markdown or a "
-        "transcript, also across kinds): first a deterministic comparison, no server needed, "
-        "of their paragraphs, list items, table rows and transcript lines, listing every "
-        "change as added, removed, changed or moved with both anchors (A = OLD, B = NEW) and "
-        "the words inserted and deleted; reflowed lines, hyphenation at line ends, moved page "
-        "breaks and renumbered pages are not changes. Then, unless --no-explain, the model "
-        "reads both versions whole with the change list and explains each material change, "
-        "quoting both; every quote is checked against its version. Exits 0 whether or not "
-        "anything changed.",
-    )
+    p = add_command(sub, "compare")
     p.add_argument("old", type=Path, metavar="OLD")
     p.add_argument("new", type=Path, metavar="NEW")
     p.add_argument(

@@ -18,15 +18,7 @@ _MARK = {"ok": "ok     ", "warning": "warning", "problem": "PROBLEM"}
 
 def register(sub: Any) -> None:
     """Add the ``doctor`` command."""
-    p = add_command(
-        sub,
-        "doctor",
-        description="Check everything Longdoc needs on this workstation (Python and Qt, the "
-        "data directory, the container runtime, GPU devices and permissions, the server "
-        "image, the model folder, the port, the server and its context length) and say "
-        "how to fix each problem. Exit 0 when nothing is a problem (warnings allowed), "
-        f"{EXIT_DOCTOR_PROBLEMS} when something is.",
-    )
+    p = add_command(sub, "doctor")
     p.add_argument(
         "--json",
         action="store_true",
@@ -40,17 +32,9 @@ def register(sub: Any) -> None:
 def cmd_doctor(args: argparse.Namespace) -> int:
     """Run every check; print a checklist or JSON."""
     from desktop.cli.options import settings_from
-    from desktop.config import data_dir
     from desktop.doctor import Context, has_problems, iter_checks
 
-    settings = settings_from(args)
-    ctx = Context(
-        data_dir=data_dir(),
-        profile_name=settings.profile,
-        container_runtime=settings.container_runtime,
-        endpoint=settings.endpoint,
-        api_key=settings.api_key,
-    )
+    ctx = Context.of(settings_from(args))
     checks = []
     for check in iter_checks(ctx):
         checks.append(check)

@@ -17,11 +17,7 @@ EXIT_CODES = COMMON_EXIT_CODES
 
 def register(sub: Any) -> None:
     """Add the ``gui`` command."""
-    p = add_command(
-        sub,
-        "gui",
-        description="Open the Longdoc window, optionally with documents to add.",
-    )
+    p = add_command(sub, "gui")
     p.add_argument("files", nargs="*", type=Path, metavar="FILE")
     p.set_defaults(func=cmd_gui)
 

@@ -28,14 +28,7 @@ EXIT_CODES = (*COMMON_EXIT_CODES, EXIT_DOCUMENT)
 
 def register(sub: Any) -> None:
     """Add the ``ingest`` command."""
-    p = add_command(
-        sub,
-        "ingest",
-        description="Extract the text of documents (PDF, Word .docx, WebVTT/SRT transcripts, "
-        "text, Markdown; folders are searched), count their exact Qwen3.5 tokens and store "
-        "them for later questions. Anything that is not a regular file (a pipe, a device) "
-        "is refused before it is read.",
-    )
+    p = add_command(sub, "ingest")
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     p.add_argument("--json", action="store_true", help="one JSON object per file and line")
     p.set_defaults(func=cmd_ingest)

@@ -14,14 +14,7 @@ EXIT_CODES = COMMON_EXIT_CODES
 
 def register(sub: Any) -> None:
     """Add the ``reset-db`` command."""
-    p = add_command(
-        sub,
-        "reset-db",
-        description="Check the database (longdoc.db in the data directory); if SQLite finds "
-        "it damaged, rename it and its -wal/-shm files to longdoc.db.damaged-<time> (nothing "
-        "is deleted: `sqlite3 FILE .recover` can save what is left) and create an empty one. "
-        "Documents must then be ingested again; answers start afresh. Close the app first.",
-    )
+    p = add_command(sub, "reset-db")
     p.add_argument(
         "--force", action="store_true", help="set the database aside even if it looks sound"
     )

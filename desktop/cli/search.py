@@ -39,16 +39,7 @@ def _limit(text: str) -> int:
 
 def register(sub: Any) -> None:
     """Add the ``search`` and ``remove`` commands."""
-    p = add_command(
-        sub,
-        "search",
-        description="Search the text of every stored page and every complete answer "
-        "(question and answer), best matches first (bm25). Words match whatever their case "
-        'and accents; "a phrase" in double quotes, prefix* , AND / OR / NOT and '
-        "NEAR(a b, 5) work as in SQLite FTS5; a query with other punctuation (§ 4.2, "
-        "O'Brien) is read as plain words. Chinese, Japanese and Korean text is matched as "
-        "written. Matches are marked ⟦like this⟧ (bold on a terminal).",
-    )
+    p = add_command(sub, "search")
     p.add_argument("query", metavar="QUERY", help="words to look for (quote it for the shell)")
     p.add_argument(
         "--in",
@@ -72,14 +63,7 @@ def register(sub: Any) -> None:
     )
     p.set_defaults(func=cmd_search)
 
-    r = add_command(
-        sub,
-        "remove",
-        description="Remove documents from the library, as the app's Remove does: the "
-        "document, its pages, every answer and thread about it, and their search index "
-        "entries. The files themselves are not touched. A document is named by the path it "
-        "was ingested from or by the file itself (found by its content if moved).",
-    )
+    r = add_command(sub, "remove")
     r.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     r.set_defaults(func=cmd_remove)
 

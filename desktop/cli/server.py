@@ -220,8 +220,6 @@ def register(subparsers: Any) -> None:
     server = add_command(
         subparsers,
         "server",
-        description="Start, stop and watch the local SGLang server (docker, podman or a "
-        "host process), or use an external one, as the profile says.",
         epilog=exit_codes_help(EXIT_CODES),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

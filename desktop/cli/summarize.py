@@ -69,14 +69,7 @@ def register(sub: Any) -> None:
     """Add the ``summarize`` and ``review`` commands."""
     from desktop.batch import STYLES
 
-    summarize = add_command(
-        sub,
-        "summarize",
-        description="Summarize each document (its whole text, one prompt each, several at once) "
-        "and write a report. Finished answers are stored as they complete, so running it "
-        "again resumes where it stopped. Folders are searched recursively; files that are "
-        "not documents are listed as skipped.",
-    )
+    summarize = add_command(sub, "summarize")
     _common(summarize)
     what = summarize.add_mutually_exclusive_group()
     what.add_argument(
@@ -89,14 +82,7 @@ def register(sub: Any) -> None:
     what.add_argument("--question", metavar="Q", help="ask this instead of a summary")
     summarize.set_defaults(func=cmd_summarize)
 
-    review = add_command(
-        sub,
-        "review",
-        description="Ask every question of every document (each document whole, in one "
-        "prompt) and write a grid: one row per document, one column per question, each "
-        "cell the answer with its page citations and their check status. CSV is the grid "
-        "format; Markdown and JSON hold the same answers.",
-    )
+    review = add_command(sub, "review")
     _common(review)
     review.add_argument(
         "--questions",

@@ -24,14 +24,7 @@ EXIT_CODES = ASKING_EXIT_CODES
 
 def register(sub: Any) -> None:
     """Add the ``warm`` command."""
-    p = add_command(
-        sub,
-        "warm",
-        description="Have the server read each document now (its cacheable prompt prefix: "
-        "instructions, title and pages), so the first question about it does not wait for "
-        "the whole prefill. Useful before a meeting or after a batch. Nothing is answered "
-        "or stored; a document the server already holds is reported as already warm.",
-    )
+    p = add_command(sub, "warm")
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     p.add_argument("--pages", metavar="RANGE", help="only these pages, e.g. 1-120 or iv..xii")
     add_server_options(p)

@@ -18,6 +18,8 @@ import struct
 import threading
 import zlib
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,16 +126,9 @@ def render_pages(path: Path | str, numbers: list[int], key: str = "") -> dict[in
                 missing.append(number)
     if not missing:
         return found
-    with PDFIUM_LOCK:
-        try:
-            pdf = pdfium.PdfDocument(str(path))
-        except (pdfium.PdfiumError, OSError) as exc:
-            raise DocumentUnreadable(path, f"its scanned pages cannot be rendered ({exc})") from exc
-        try:
-            for number in missing:
-                found[number] = _render(pdf, number)
-        finally:
-            pdf.close()
+    with _open_pdf(path, "rendered") as pdf:
+        for number in missing:
+            found[number] = _render(pdf, number)
     if key:
         with _cache_lock:
             for number in missing:
@@ -150,20 +145,27 @@ def image_tokens_before_rendering(path: Path | str, numbers: list[int]) -> int:
     Rounded down where the rendering rounds, so it never exceeds the exact count.
     """
     total = 0
+    with _open_pdf(path, "read") as pdf:
+        for number in numbers:
+            width_pt, height_pt = pdf.get_page_size(number - 1)
+            scale = LONG_EDGE / max(width_pt, height_pt, 1.0)
+            width, height = max(1, int(width_pt * scale)), max(1, int(height_pt * scale))
+            total += image_tokens(width, height) + MARKER_TOKENS
+    return total
+
+
+@contextmanager
+def _open_pdf(path: Path | str, doing: str) -> Iterator[pdfium.PdfDocument]:
+    """The PDF at ``path``, open with PDFium's lock held; ``doing`` words a failure to open."""
     with PDFIUM_LOCK:
         try:
             pdf = pdfium.PdfDocument(str(path))
         except (pdfium.PdfiumError, OSError) as exc:
-            raise DocumentUnreadable(path, f"its scanned pages cannot be read ({exc})") from exc
+            raise DocumentUnreadable(path, f"its scanned pages cannot be {doing} ({exc})") from exc
         try:
-            for number in numbers:
-                width_pt, height_pt = pdf.get_page_size(number - 1)
-                scale = LONG_EDGE / max(width_pt, height_pt, 1.0)
-                width, height = max(1, int(width_pt * scale)), max(1, int(height_pt * scale))
-                total += image_tokens(width, height) + MARKER_TOKENS
+            yield pdf
         finally:
             pdf.close()
-    return total
 
 
 def _render(pdf: pdfium.PdfDocument, number: int) -> PageImage:

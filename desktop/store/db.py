@@ -636,23 +636,25 @@ class Store:
 
     def thread_with_answer(self, answer_id: int) -> Thread | None:
         """The most recently continued thread an answer is a turn of, if any."""
-        with self._lock:
-            row = self.db.execute(
-                "SELECT threads.id FROM thread_turns JOIN threads ON threads.id ="
-                " thread_turns.thread_id WHERE answer_id = ?"
-                " ORDER BY threads.updated_at DESC, threads.id DESC LIMIT 1",
-                [answer_id],
-            ).fetchone()
-        return self.get_thread(row[0]) if row else None
+        return self._first_thread(
+            "SELECT threads.id FROM thread_turns JOIN threads ON threads.id ="
+            " thread_turns.thread_id WHERE answer_id = ?"
+            " ORDER BY threads.updated_at DESC, threads.id DESC LIMIT 1",
+            answer_id,
+        )
 
     def last_thread(self, document_sha: str) -> Thread | None:
         """The thread about a document that was added to last, if any."""
+        return self._first_thread(
+            "SELECT id FROM threads WHERE document_sha = ? ORDER BY updated_at DESC, id DESC"
+            " LIMIT 1",
+            document_sha,
+        )
+
+    def _first_thread(self, query: str, value: int | str) -> Thread | None:
+        """The thread whose id ``query`` (one ``?``, bound to ``value``) selects, if any."""
         with self._lock:
-            row = self.db.execute(
-                "SELECT id FROM threads WHERE document_sha = ? ORDER BY updated_at DESC, id DESC"
-                " LIMIT 1",
-                [document_sha],
-            ).fetchone()
+            row = self.db.execute(query, [value]).fetchone()
         return self.get_thread(row[0]) if row else None
 
 

@@ -73,12 +73,17 @@ def run(paths: list[Path]) -> int:
     """Open the window (adding ``paths``) and run until it closes; the exit code."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     app = application()
-    # One window per data directory: a second start hands its files to the first.
     try:
-        name = server_name(data_dir())
-    except LongdocError as exc:
+        return _run(app, paths)
+    except LongdocError as exc:  # no usable data directory or database: say so, not a trace
         QMessageBox.critical(None, "Longdoc", str(exc))
         return exc.exit_code
+
+
+def _run(app: QApplication, paths: list[Path]) -> int:
+    """``run`` once the QApplication exists; a LongdocError is the caller's to show."""
+    # One window per data directory: a second start hands its files to the first.
+    name = server_name(data_dir())
     if send_to_running(name, paths):
         print(ALREADY_OPEN if paths else ALREADY_OPEN_NO_FILES, file=sys.stderr)
         return 0
@@ -94,11 +99,7 @@ def run(paths: list[Path]) -> int:
     except ConfigError as exc:
         QMessageBox.warning(None, "Longdoc", f"{exc}\n\nLongdoc starts with default settings.")
         settings = Settings()
-    try:
-        store = Store(db_path())
-    except LongdocError as exc:
-        QMessageBox.critical(None, "Longdoc", str(exc))
-        return exc.exit_code
+    store = Store(db_path())
     # Loading the tokenizer's vocabulary holds the GIL for ~0.3 s: do it before the window
     # shows, or the first budget count would stall the UI thread from a worker.
     tokens.encoding()

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt, QUrl, Slot
+from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QListWidgetItem,
     QPushButton,
     QSplitter,
-    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
@@ -33,7 +32,7 @@ from desktop.documents.model import Document
 from desktop.session import Session
 from desktop.ui import tasks
 from desktop.ui.document_view import DocumentView
-from desktop.ui.set_answer import cited, show_events
+from desktop.ui.set_answer import CitedAnswer
 
 MARKS = {
     ChangeKind.ADDED: "+",
@@ -77,10 +76,8 @@ class CompareWindow(QWidget):
         self.old, self.new = old, new
         self.docset = versions(old, new)
         self.comparison: Comparison | None = None
-        self.checks: list[CitationCheck] = []
         self._explain = explain
         self._task: tasks.Task[Any] | None = None
-        self._parts: list[str] = []
         self.setWindowTitle(f"Compare: {short(old.title)} → {short(new.title)} — Longdoc")
 
         self.old_view = DocumentView()
@@ -94,12 +91,8 @@ class CompareWindow(QWidget):
         self.change_list = QListWidget()
         self.change_list.setObjectName("changeList")
         self.change_list.currentRowChanged.connect(self._on_change_list_current_row_changed)
-        self.explanation_view = QTextBrowser()
-        self.explanation_view.setObjectName("explanationView")
-        self.explanation_view.setOpenLinks(False)
-        self.explanation_view.anchorClicked.connect(self._on_explanation_view_anchor_clicked)
-        self.quotes_label = QLabel()
-        self.quotes_label.setObjectName("compareQuotesLabel")
+        self.explanation = CitedAnswer(self.open_citation, "explanationView", "compareQuotesLabel")
+        self.explanation_view, self.quotes_label = self.explanation.browser, self.explanation.label
         self.quotes_label.setWordWrap(True)
         self.explain_button = QPushButton("Explain the changes")
         self.explain_button.setObjectName("explainButton")
@@ -193,22 +186,17 @@ class CompareWindow(QWidget):
             docset=self.docset,
         )
         question.quotes_in_question = True  # the change list quotes both versions
-        self._parts = []
+        self.explanation.restart()
         self.explanation_view.setPlainText("Asking the model…")
         self.explain_button.setEnabled(False)
         self._task = tasks.run_stream(
             lambda cancel: session.answerer().ask(question, cancel),
             receiver=self,
-            events=self._on_events,
+            events=self.explanation.show_events,
             success=lambda _: self._finish(),
             failure=self._on_failed,
             name="explain changes",
         )
-
-    def _on_events(self, batch: list[Any]) -> None:
-        checks = show_events(batch, self._parts, self.explanation_view, self.quotes_label)
-        if checks is not None:
-            self.checks = checks
 
     def _on_failed(self, exc: BaseException) -> None:
         self._finish()
@@ -218,10 +206,10 @@ class CompareWindow(QWidget):
         self._task = None
         self.explain_button.setEnabled(True)
 
-    @Slot(QUrl)
-    def _on_explanation_view_anchor_clicked(self, url: QUrl) -> None:
-        if (check := cited(url, self.checks)) is not None:
-            self.open_citation(check)
+    @property
+    def checks(self) -> list[CitationCheck]:
+        """The explanation's checked citations (none before it is stored)."""
+        return self.explanation.checks
 
     def open_citation(self, check: CitationCheck) -> None:
         """Show a cited passage in its version's view (A: left, B: right)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
@@ -41,6 +41,18 @@ def shortcut_rows(menus: Sequence[tuple[str, Sequence[QAction]]]) -> list[tuple[
     return rows
 
 
+def lay_out_closable(
+    dialog: QDialog, body: QWidget, close: Callable[[], object], size: tuple[int, int]
+) -> None:
+    """Lay a read-only dialog out: ``body`` above a Close button that calls ``close``."""
+    buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+    buttons.rejected.connect(close)
+    layout = QVBoxLayout(dialog)
+    layout.addWidget(body)
+    layout.addWidget(buttons)
+    dialog.resize(*size)
+
+
 class ShortcutsDialog(QDialog):
     """Every keyboard shortcut, by menu (Help ▸ Keyboard shortcuts, F1)."""
 
@@ -58,9 +70,4 @@ class ShortcutsDialog(QDialog):
             QTreeWidgetItem(self.tree, list(row))
         for column in range(3):
             self.tree.resizeColumnToContents(column)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.tree)
-        layout.addWidget(buttons)
-        self.resize(520, 520)
+        lay_out_closable(self, self.tree, self.reject, (520, 520))

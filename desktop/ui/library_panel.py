@@ -99,6 +99,18 @@ def _title(row: Row) -> str:
     return row.title or os.path.basename(row.path)
 
 
+@dataclass(frozen=True)
+class FitRule:
+    """What the "Fits" column depends on: the server's limits (None: not known yet), the
+    answer's reserve, thinking, and whether the server's model reads images (None: not
+    known yet)."""
+
+    limits: ContextLimits | None = None
+    reserve: int = 0
+    thinking: bool = True
+    reads_images: bool | None = None
+
+
 class LibraryModel(QAbstractTableModel):
     """Status rows first (newest first), then documents, most recently opened first."""
 
@@ -109,10 +121,7 @@ class LibraryModel(QAbstractTableModel):
         self._filter = ""
         self._filter_keys: dict[int, str] = {}  # id(row) -> lower-case title and file name
         self._shas: set[str] = set()  # the documents listed (a new one needs no search)
-        self.context: ContextLimits | None = None
-        self.thinking = True
-        self.reserve = 0
-        self.reads_images: bool | None = None  # the server's model; None: not known yet
+        self.fit_rule = FitRule()
         self._icons: dict[str, QIcon] = {}
         self._placeholder: Any = None
 
@@ -192,12 +201,13 @@ class LibraryModel(QAbstractTableModel):
 
     def fits(self, row: DocumentSummary) -> tuple[str, str]:
         """The "Fits" cell and its tooltip for a document."""
-        reason = unanswerable_reason(row.kind, row.pages, row.empty_pages, self.reads_images)
+        rule = self.fit_rule
+        reason = unanswerable_reason(row.kind, row.pages, row.empty_pages, rule.reads_images)
         if reason is not None:
             return "✗ no text", f"Cannot be asked about: {reason}"
         if image_only(row.kind, row.pages, row.empty_pages):
             # Its pages go as images (the core's rule); what they cost is counted when asked.
-            if self.reads_images:
+            if rule.reads_images:
                 return (
                     "images",
                     "Its pages are images: asked about as images, which the server reads",
@@ -206,12 +216,12 @@ class LibraryModel(QAbstractTableModel):
                 "Its pages are images: asked about as images if the server's model reads "
                 "them, otherwise run it through OCR (e.g. ocrmypdf)"
             )
-        if self.context is None:
+        if rule.limits is None:
             return "", "The server's context length is not known yet"
         # The budget bar's figure for the whole document with the question box empty.
-        budget = document_budget(row.tokens, self.context, self.reserve, thinking=self.thinking)
+        budget = document_budget(row.tokens, rule.limits, rule.reserve, thinking=rule.thinking)
         if budget.fits:
-            return "✓", f"Fits the context of {self.context.context_length:,} tokens"
+            return "✓", f"Fits the context of {rule.limits.context_length:,} tokens"
         return (
             f"✗ +{budget.overflow:,}",
             f"{budget.overflow:,} tokens too many: {explain_limit(budget)}; ask about a page range",
@@ -232,7 +242,7 @@ class LibraryModel(QAbstractTableModel):
                 scans = scans or row.empty_pages >= row.pages
         if largest is None:
             return "", "", ""
-        scan = "✗ no text" if self.reads_images is False else "images"
+        scan = "✗ no text" if self.fit_rule.reads_images is False else "images"
         fits = [self.fits(largest)[0], *([scan] if scans else [])]
         return f"{pages:,}", f"{largest.tokens:,}", max(fits, key=len)
 
@@ -243,18 +253,9 @@ class LibraryModel(QAbstractTableModel):
         self._icons = icons
         self._placeholder = placeholder
 
-    def set_context(
-        self,
-        context: ContextLimits | None,
-        reserve: int,
-        thinking: bool = True,
-        reads_images: bool | None = None,
-    ) -> None:
+    def set_fit_rule(self, rule: FitRule) -> None:
         """New server limits (or settings): one change signal for the whole "Fits" column."""
-        self.context = context
-        self.reserve = reserve
-        self.thinking = thinking
-        self.reads_images = reads_images
+        self.fit_rule = rule
         count = self.rowCount()
         if count:
             self.dataChanged.emit(
@@ -578,7 +579,7 @@ class LibraryPanel(QWidget):
         reads_images: bool | None = None,
     ) -> None:
         """The server's limits (or the settings) changed: recompute the "fits" column."""
-        self.model.set_context(limits, reserve, thinking, reads_images)
+        self.model.set_fit_rule(FitRule(limits, reserve, thinking, reads_images))
 
     def fits_text(self, sha: str) -> str | None:
         """The "fits" cell of a document (tests)."""

@@ -14,16 +14,15 @@ from PySide6.QtCore import QObject, Qt, QTimer, Slot
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QDialog,
-    QDialogButtonBox,
     QLabel,
     QPlainTextEdit,
     QStatusBar,
     QToolButton,
-    QVBoxLayout,
     QWidget,
 )
 
 from desktop.ui import messages
+from desktop.ui.help import lay_out_closable
 
 INFO_TIMEOUT_MS = 6_000
 MESSAGE_LOG_SIZE = 500
@@ -39,12 +38,7 @@ class MessagesDialog(QDialog):
         self.view = QPlainTextEdit()
         self.view.setReadOnly(True)
         self.view.setObjectName("messageLog")
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        buttons.rejected.connect(self.close)
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.view)
-        layout.addWidget(buttons)
-        self.resize(640, 360)
+        lay_out_closable(self, self.view, self.close, (640, 360))
 
     def show_log(self, log: list[tuple[float, messages.Message]]) -> None:
         """Show these messages."""

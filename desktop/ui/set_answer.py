@@ -8,13 +8,13 @@ letter) at the cited page with the quote highlighted.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QUrl
 from PySide6.QtWidgets import QLabel, QTextBrowser
 
 from desktop.answering.events import AnswerDelta, Stored
-from desktop.answers import CitationCheck, QuoteStatus
+from desktop.answers import CitationCheck, QuoteStatus, StoredAnswer
 
 MARKS = {
     QuoteStatus.VERIFIED: ("✓", "#2e7d32", "found in the cited document, on the cited page"),
@@ -59,23 +59,47 @@ def summary(checks: Sequence[CitationCheck]) -> str:
     return f"Quotes: {verified} ✓ verified, {elsewhere} ⚠ elsewhere, {missing} ✗ not found."
 
 
-def show_events(
-    batch: Sequence[object], parts: list[str], view: QTextBrowser, label: QLabel
-) -> list[CitationCheck] | None:
-    """Show a batch of the answer's events: the text as it streams (kept in ``parts``),
-    then the stored answer with its citations as links and ``summary`` in ``label``.
-    The checked citations once the answer is stored (None before)."""
-    checks = None
-    for event in batch:
-        if isinstance(event, AnswerDelta):
-            parts.append(event.text)
-            view.setPlainText("".join(parts))
-        elif isinstance(event, Stored):
-            answer = event.answer
-            checks = list(answer.citations.items) if answer.citations else []
-            view.setHtml(answer_html(answer.answer, checks))
-            label.setText(summary(checks))
-    return checks
+class CitedAnswer:
+    """An answer about several documents in its ``browser``: its text as it streams, then
+    the stored answer with its citations as links (a click hands one to ``open_citation``)
+    and their ``summary`` in its ``label``; the two widgets named as given."""
+
+    def __init__(
+        self, open_citation: Callable[[CitationCheck], None], browser_name: str, label_name: str
+    ) -> None:
+        self.browser = QTextBrowser()
+        self.browser.setObjectName(browser_name)
+        self.label = QLabel()
+        self.label.setObjectName(label_name)
+        self.checks: list[CitationCheck] = []  # the shown answer's, once it is stored
+        self._parts: list[str] = []
+        self._open_citation = open_citation
+        self.browser.setOpenLinks(False)
+        self.browser.anchorClicked.connect(self._on_anchor_clicked)
+
+    def restart(self) -> None:
+        """A new answer begins: no text and no citations yet."""
+        self._parts = []
+        self.checks = []
+
+    def show_events(self, batch: Sequence[object]) -> None:
+        """Show a batch of the answer's events: text deltas, then the stored answer."""
+        for event in batch:
+            if isinstance(event, AnswerDelta):
+                self._parts.append(event.text)
+                self.browser.setPlainText("".join(self._parts))
+            elif isinstance(event, Stored):
+                self.show_stored(event.answer)
+
+    def show_stored(self, answer: StoredAnswer) -> None:
+        """Show a stored answer, its citations linked and its quotes counted."""
+        self.checks = list(answer.citations.items) if answer.citations else []
+        self.browser.setHtml(answer_html(answer.answer, self.checks))
+        self.label.setText(summary(self.checks))
+
+    def _on_anchor_clicked(self, url: QUrl) -> None:
+        if (check := cited(url, self.checks)) is not None:
+            self._open_citation(check)
 
 
 def cited(url: QUrl, checks: Sequence[CitationCheck]) -> CitationCheck | None:

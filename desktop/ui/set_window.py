@@ -12,14 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from PySide6.QtCore import QRectF, Qt, QUrl, Signal, Slot
+from PySide6.QtCore import QRectF, Qt, Signal, Slot
 from PySide6.QtGui import QColor, QPainter, QPaintEvent
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
     QPushButton,
-    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
@@ -32,7 +31,7 @@ from desktop.answers import CitationCheck, StoredAnswer
 from desktop.documents.model import Document
 from desktop.session import Session
 from desktop.ui import messages, tasks
-from desktop.ui.set_answer import answer_html, cited, show_events, summary
+from desktop.ui.set_answer import CitedAnswer
 
 # One colour per letter (cycled), light enough for black text on it.
 SHARE_COLORS = ["#90caf9", "#a5d6a7", "#ffcc80", "#ce93d8", "#80cbc4", "#ef9a9a"]
@@ -93,9 +92,7 @@ class SetAskWindow(QWidget):
         self.session = session
         self.docset = build_set(list(documents))
         self.setWindowTitle(f"Ask about these {len(self.docset)} documents — Longdoc")
-        self.checks: list[CitationCheck] = []
         self._task: tasks.Task[Any] | None = None
-        self._parts: list[str] = []
 
         self.asking_label = QLabel(asking_about(self.docset))
         self.asking_label.setObjectName("askingAboutLabel")
@@ -115,12 +112,8 @@ class SetAskWindow(QWidget):
         self.stop_button = QPushButton("Stop")
         self.stop_button.setEnabled(False)
         self.stop_button.clicked.connect(self.stop)
-        self.answer_view = QTextBrowser()
-        self.answer_view.setObjectName("setAnswerView")
-        self.answer_view.setOpenLinks(False)
-        self.answer_view.anchorClicked.connect(self._on_answer_view_anchor_clicked)
-        self.quotes_label = QLabel()
-        self.quotes_label.setObjectName("setQuotesLabel")
+        self.cited_answer = CitedAnswer(self.open_citation, "setAnswerView", "setQuotesLabel")
+        self.answer_view, self.quotes_label = self.cited_answer.browser, self.cited_answer.label
 
         buttons = QHBoxLayout()
         buttons.addStretch(1)
@@ -183,8 +176,7 @@ class SetAskWindow(QWidget):
             thinking=session.settings.thinking,
             docset=self.docset,
         )
-        self._parts = []
-        self.checks = []
+        self.cited_answer.restart()
         self.answer_view.clear()
         self.quotes_label.clear()
         self.ask_button.setEnabled(False)
@@ -192,7 +184,7 @@ class SetAskWindow(QWidget):
         self._task = tasks.run_stream(
             lambda cancel: session.answerer().ask(question, cancel),
             receiver=self,
-            events=self._on_events,
+            events=self.cited_answer.show_events,
             success=self._on_done,
             failure=self._on_failed,
             name="ask a set",
@@ -202,21 +194,14 @@ class SetAskWindow(QWidget):
         """A stored answer about this set (opened from a search hit), its quotes linked."""
         if self._task is not None:
             return
-        self.checks = list(answer.citations.items) if answer.citations else []
         self.question_edit.setPlainText(answer.question)
-        self.answer_view.setHtml(answer_html(answer.answer, self.checks))
-        self.quotes_label.setText(summary(self.checks))
+        self.cited_answer.show_stored(answer)
 
     @Slot()
     def stop(self) -> None:
         """Stop the answer at once (what arrived is kept, as incomplete)."""
         if self._task is not None:
             self._task.cancel()
-
-    def _on_events(self, batch: list[Any]) -> None:
-        checks = show_events(batch, self._parts, self.answer_view, self.quotes_label)
-        if checks is not None:
-            self.checks = checks
 
     def _on_done(self, _: None) -> None:
         self._finish()
@@ -231,10 +216,10 @@ class SetAskWindow(QWidget):
         self.ask_button.setEnabled(True)
         self.stop_button.setEnabled(False)
 
-    @Slot(QUrl)
-    def _on_answer_view_anchor_clicked(self, url: QUrl) -> None:
-        if (check := cited(url, self.checks)) is not None:
-            self.open_citation(check)
+    @property
+    def checks(self) -> list[CitationCheck]:
+        """The answer's checked citations (none before it is stored)."""
+        return self.cited_answer.checks
 
     def open_citation(self, check: CitationCheck) -> None:
         """Open the cited document at the cited page, the quote highlighted if it is there."""

@@ -102,15 +102,7 @@ class ServerLink(QObject):
         """Help ▸ Check this workstation: the ``longdoc doctor`` checklist."""
         from desktop.doctor import Context
 
-        settings = self.window.session.settings
-        context = Context(
-            data_dir=data_dir(),
-            profile_name=settings.profile,
-            container_runtime=settings.container_runtime,
-            endpoint=settings.endpoint,
-            api_key=settings.api_key,
-        )
-        dialog = DoctorDialog(context, self.window)
+        dialog = DoctorDialog(Context.of(self.window.session.settings), self.window)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.show()
         return dialog

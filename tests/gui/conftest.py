@@ -13,7 +13,7 @@ import pytest
 
 import desktop.ui  # noqa: F401  (applies the PySide6 6.12.0 workaround before Qt runs)
 from desktop.config import Settings, save_settings
-from desktop.store.db import Store
+from desktop.store.db import Store, StoredAnswer
 from desktop.ui import messages
 from desktop.ui.app import create_window
 from desktop.ui.main_window import MainWindow
@@ -95,6 +95,13 @@ def open_document(window: MainWindow, qtbot: object, path: Path) -> None:
     )
 
 
+def open_as_text(window: MainWindow, qtbot: object, path: Path) -> str:
+    """Add a file shown as text (not a PDF); the text view's plain text."""
+    open_document(window, qtbot, path)
+    assert window.doc_view.mode == "text"
+    return window.doc_view.text_view.toPlainText()
+
+
 def wait_ready(window: MainWindow, qtbot: object) -> None:
     """Wait until the indicator says the server is ready and the context length is known."""
     qtbot.waitUntil(lambda: window.indicator.state == "ready", timeout=10_000)  # type: ignore[attr-defined]
@@ -110,6 +117,15 @@ def ask(window: MainWindow, qtbot: object, question: str, timeout: int = 30_000)
     with qtbot.waitSignal(panel.answer_finished, timeout=timeout) as blocker:  # type: ignore[attr-defined]
         assert panel.ask()
     return blocker.args[0]
+
+
+def refused(window: MainWindow, qtbot: object, question: str) -> tuple[str, str]:
+    """Ask a question that gets no answer: the notice shown instead and its button's text."""
+    result = ask(window, qtbot, question)
+    assert not isinstance(result, StoredAnswer), result
+    view = window.ask_panel.answer_view
+    assert view.notice_button.isVisible()
+    return view.notice_label.text(), view.notice_button.text()
 
 
 def current_result_page(window: MainWindow) -> int | None:

@@ -13,6 +13,7 @@ from PySide6.QtGui import QTextCursor
 from pytestqt.qtbot import QtBot
 
 from desktop.answering.citations import normalize_words
+from desktop.ui.answer_view import AnswerView
 from desktop.ui.document_view import DocumentView
 from desktop.ui.main_window import MainWindow
 from tests.gui.conftest import GEOTOPO, ask, open_document, wait_ready
@@ -60,9 +61,8 @@ def assert_rects_are_qtpdfs(view: DocumentView) -> None:
             assert abs(w - rect.width()) < 1 and abs(h - rect.height()) < 1
 
 
-def test_clicking_a_verified_citation_highlights_the_quote_on_its_page(
-    qtbot: QtBot, window: MainWindow, sglang: FakeSGLang
-) -> None:
+def ask_about_geotopo(qtbot: QtBot, window: MainWindow, sglang: FakeSGLang) -> AnswerView:
+    """Open the GeoTopo PDF and ask; the answer view once its two quote marks are placed."""
     sglang.behaviour.update(answer_text=ANSWER)
     open_document(window, qtbot, GEOTOPO)
     qtbot.waitUntil(lambda: window.doc_view.mode == "pdf", timeout=10_000)
@@ -70,6 +70,13 @@ def test_clicking_a_verified_citation_highlights_the_quote_on_its_page(
     ask(window, qtbot, "Who wrote it?")
     view = window.ask_panel.answer_view
     qtbot.waitUntil(lambda: view.quote_marks_placed == 2, timeout=10_000)
+    return view
+
+
+def test_clicking_a_verified_citation_highlights_the_quote_on_its_page(
+    qtbot: QtBot, window: MainWindow, sglang: FakeSGLang
+) -> None:
+    view = ask_about_geotopo(qtbot, window, sglang)
     doc_view = window.doc_view
     assert doc_view.current_page() == 1 and doc_view.hit_count() == 0
 
@@ -104,13 +111,7 @@ def test_clicking_a_verified_citation_highlights_the_quote_on_its_page(
 def test_a_citation_whose_quote_is_elsewhere_highlights_nothing(
     qtbot: QtBot, window: MainWindow, sglang: FakeSGLang
 ) -> None:
-    sglang.behaviour.update(answer_text=ANSWER)
-    open_document(window, qtbot, GEOTOPO)
-    qtbot.waitUntil(lambda: window.doc_view.mode == "pdf", timeout=10_000)
-    wait_ready(window, qtbot)
-    ask(window, qtbot, "Who wrote it?")
-    view = window.ask_panel.answer_view
-    qtbot.waitUntil(lambda: view.quote_marks_placed == 2, timeout=10_000)
+    view = ask_about_geotopo(qtbot, window, sglang)
     browser = view.browser
     cursor = QTextCursor(browser.document())
     cursor.setPosition(anchor_position(browser, "longdoc-page:l=9"))

@@ -13,7 +13,15 @@ from desktop.config import data_dir
 from desktop.store.db import StoredAnswer
 from desktop.ui.main_window import MainWindow
 from desktop.ui.quote_marks import unmarked_text
-from tests.gui.conftest import ENCRYPTED, FOUR_PAGES, GEOTOPO, ask, open_document, wait_ready
+from tests.gui.conftest import (
+    ENCRYPTED,
+    FOUR_PAGES,
+    GEOTOPO,
+    ask,
+    open_as_text,
+    open_document,
+    wait_ready,
+)
 from tests.support.sglang_server import FakeSGLang
 
 MALICIOUS = (
@@ -78,10 +86,8 @@ def test_document_text_is_shown_escaped_with_page_anchors(
         + "Some <b>markup</b> and a [link](file:///etc/passwd).\n\n" * 400,
         encoding="utf-8",
     )
-    open_document(window, qtbot, path)
+    text = open_as_text(window, qtbot, path)
     view = window.doc_view
-    assert view.mode == "text"
-    text = view.text_view.toPlainText()
     assert "<script>alert(1)</script>" in text
     assert "Some <b>markup</b> and a [link](file:///etc/passwd)." in text
     assert view.page_count() >= 1

@@ -12,7 +12,7 @@ from desktop.store.db import StoredAnswer
 from desktop.ui.main_window import MainWindow
 from desktop.ui.settings_dialog import SettingsDialog
 from tests.conftest import API_KEY
-from tests.gui.conftest import FOUR_PAGES, ask, open_document, wait_ready
+from tests.gui.conftest import FOUR_PAGES, ask, open_document, refused, wait_ready
 from tests.support.sglang_server import FakeSGLang
 
 
@@ -100,12 +100,9 @@ def test_ask_without_any_server_offers_to_start_one(
     window: MainWindow = make_window(Settings(profile="native"))  # type: ignore[operator]
     qtbot.waitUntil(lambda: window.indicator.state == "stopped", timeout=10_000)
     open_document(window, qtbot, FOUR_PAGES)
-    result = ask(window, qtbot, "Is anyone there?")
-    assert not isinstance(result, StoredAnswer)
-    view = window.ask_panel.answer_view
-    assert view.notice_label.text().startswith("The server is not ready: No server configured")
-    assert view.notice_button.isVisible()
-    assert view.notice_button.text() == "Start the server"
+    notice, button = refused(window, qtbot, "Is anyone there?")
+    assert notice.startswith("The server is not ready: No server configured")
+    assert button == "Start the server"
 
 
 def test_server_panel_shows_metrics_of_an_external_endpoint(

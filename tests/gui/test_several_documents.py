@@ -139,3 +139,9 @@ def test_compare_window_end_to_end(
         assert highlighted_text(view) == normalize_words(words)
         assert view.find_edit.text() == ""
     screenshot(compare, "13-compare.png")
+
+    # The explanation's citation ([B p. 1]) opens the new version at its page 1.
+    assert len(b) > 1
+    compare.new_view.go_to_page(len(b))
+    click_href(qtbot, compare.explanation_view, "cite:0")
+    qtbot.waitUntil(lambda: compare.new_view.current_page() == 1, timeout=10_000)

@@ -87,21 +87,15 @@ def test_a_second_start_sends_its_file_to_the_open_window_and_exits(
 def test_a_first_start_removes_nothing_and_says_nothing_about_it(
     home: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    guard = InstanceGuard(server_name(data_dir()))
-    try:
-        with caplog.at_level(logging.INFO, logger="longdoc.ui.instance"):
-            assert guard.listen()
-        assert "stale" not in caplog.text
-    finally:
-        guard.close()
-    # Closed cleanly: the next start is a first start again.
-    again = InstanceGuard(server_name(data_dir()))
-    try:
-        with caplog.at_level(logging.INFO, logger="longdoc.ui.instance"):
-            assert again.listen()
-        assert "stale" not in caplog.text
-    finally:
-        again.close()
+    # The first start, then the next: closed cleanly, it is a first start again.
+    for _start in range(2):
+        guard = InstanceGuard(server_name(data_dir()))
+        try:
+            with caplog.at_level(logging.INFO, logger="longdoc.ui.instance"):
+                assert guard.listen()
+            assert "stale" not in caplog.text
+        finally:
+            guard.close()
 
 
 def test_a_stale_socket_from_a_crashed_instance_is_taken_over(

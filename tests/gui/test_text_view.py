@@ -8,7 +8,7 @@ from PySide6.QtGui import QFont
 from pytestqt.qtbot import QtBot
 
 from desktop.ui.main_window import MainWindow
-from tests.gui.conftest import ask, open_document, wait_ready
+from tests.gui.conftest import ask, open_as_text, open_document, wait_ready
 from tests.support.documents import contract_docx, meeting_srt, meeting_vtt
 
 
@@ -21,11 +21,8 @@ def visible(view: object) -> bool:
 def test_transcript_shows_speakers_and_times_and_jumps_to_a_moment(
     qtbot: QtBot, window: MainWindow, tmp_path: Path
 ) -> None:
-    path = meeting_vtt(tmp_path / "budget.vtt")
-    open_document(window, qtbot, path)
+    text = open_as_text(window, qtbot, meeting_vtt(tmp_path / "budget.vtt"))
     view = window.doc_view
-    assert view.mode == "text"
-    text = view.text_view.toPlainText()
     assert "[00:01:00] Bob: Travel is up twelve percent." in text
     assert "── Page 00:41:12 (#3) ──" in text
     # The speaker is painted bold, the timestamp dim (the highlighter's formats).

@@ -4,6 +4,8 @@ server settings leaking in from the environment."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import subprocess
@@ -62,6 +64,22 @@ def longdoc(
         input=input,
         check=False,
     )
+
+
+def review_grid(
+    folder: Path, questions: str, *, home: Path, server: Server, api_key: str
+) -> list[list[str]]:
+    """The CSV grid ``longdoc review FOLDER`` writes for ``questions`` (a questions file's
+    text), as rows; the files go beside ``folder`` and the command must succeed."""
+    questions_file = folder.parent / "questions.txt"
+    questions_file.write_text(questions)
+    out = folder.parent / "grid.csv"
+    done = longdoc(
+        "review", str(folder), "--questions", str(questions_file), "--out", str(out),
+        home=home, server=server, api_key=api_key,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return list(csv.reader(io.StringIO(out.read_text())))
 
 
 def json_output(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:

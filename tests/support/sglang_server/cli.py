@@ -13,15 +13,8 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
+from tests.support.sglang_server import protocol
 from tests.support.sglang_server.behaviour import Behaviour
-from tests.support.sglang_server.protocol import (
-    DEFAULT_CONTEXT_LENGTH,
-    DEFAULT_MAX_TOTAL_NUM_TOKENS,
-    DEFAULT_MODEL,
-    FLAVORS,
-    VLLM_BLOCK_SIZE,
-    VLLM_MAX_NUM_BATCHED_TOKENS,
-)
 from tests.support.sglang_server.server import FakeSGLang
 from tests.support.sglang_server.tokens import qwen_encoding
 
@@ -35,18 +28,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=30000, help="0 picks a free port")
     p.add_argument("--api-key", default=None)
-    p.add_argument("--model-name", "--served-model-name", default=DEFAULT_MODEL)
+    p.add_argument("--model-name", "--served-model-name", default=protocol.DEFAULT_MODEL)
     p.add_argument("--model-path", "--model", default=None, help="accepted and ignored")
     p.add_argument(
         "--context-length",
         type=int,
         default=None,
-        help=f"default {DEFAULT_CONTEXT_LENGTH} (reported as null in /server_info)",
+        help=f"default {protocol.DEFAULT_CONTEXT_LENGTH} (reported as null in /server_info)",
     )
-    p.add_argument("--max-total-tokens", type=int, default=DEFAULT_MAX_TOTAL_NUM_TOKENS)
+    p.add_argument("--max-total-tokens", type=int, default=protocol.DEFAULT_MAX_TOTAL_NUM_TOKENS)
     p.add_argument(
         "--flavor",
-        choices=FLAVORS,
+        choices=protocol.FLAVORS,
         default="new",
         help="new = SGLang 0.5.23, old = 0.5.9, openai = generic server, vllm = vLLM 0.26",
     )
@@ -69,13 +62,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--block-size",
         type=int,
-        default=VLLM_BLOCK_SIZE,
+        default=protocol.VLLM_BLOCK_SIZE,
         help="vllm flavor: the attention block; hybrid states are kept at block boundaries",
     )
     p.add_argument(
         "--max-num-batched-tokens",
         type=int,
-        default=VLLM_MAX_NUM_BATCHED_TOKENS,
+        default=protocol.VLLM_MAX_NUM_BATCHED_TOKENS,
         help="vllm flavor: the prefill budget per step (chunks are it cut to whole blocks)",
     )
     p.add_argument("--token-delay", type=float, default=0.0, help="seconds per generated token")

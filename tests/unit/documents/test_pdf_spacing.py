@@ -6,6 +6,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from desktop.documents import extract
 from desktop.documents.pdf_spacing import looks_glued
 from tests.support.pdf_maker import write_content_pdf
@@ -29,23 +31,31 @@ TOUCHING = [
 ]
 
 
-def test_glued_words_get_their_spaces(tmp_path: Path) -> None:
-    text = extract(write_content_pdf(tmp_path / "glued.pdf", [GLUED])).pages[0].text
-    assert text.splitlines() == [
-        "www.example.org Thick lines",
-        "2 radio buttons",
-        "3 4 5 6 7 8 9",
-        "Rotated words here2",
-    ]
-
-
-def test_touching_glyphs_stay_one_word(tmp_path: Path) -> None:
-    text = extract(write_content_pdf(tmp_path / "touch.pdf", [TOUCHING])).pages[0].text
-    assert text.splitlines() == [
-        "iPhoneMcDonald",
-        "JavaScript ISBN 9783161484100 x2apple",
-        "Kernedword",
-    ]
+@pytest.mark.parametrize(
+    ("content", "lines"),
+    [
+        pytest.param(
+            GLUED,
+            [
+                "www.example.org Thick lines",
+                "2 radio buttons",
+                "3 4 5 6 7 8 9",
+                "Rotated words here2",
+            ],
+            id="glued words get their spaces",
+        ),
+        pytest.param(
+            TOUCHING,
+            ["iPhoneMcDonald", "JavaScript ISBN 9783161484100 x2apple", "Kernedword"],
+            id="touching glyphs stay one word",
+        ),
+    ],
+)
+def test_words_are_spaced_as_printed(
+    tmp_path: Path, content: list[bytes], lines: list[str]
+) -> None:
+    text = extract(write_content_pdf(tmp_path / "page.pdf", [content])).pages[0].text
+    assert text.splitlines() == lines
 
 
 def test_only_suspicious_words_are_looked_at() -> None:

@@ -107,11 +107,54 @@ def test_srt_with_bom_crlf_missing_hours_and_named_speakers(tmp_path: Path) -> N
     assert doc.metadata["Speakers"] == "Dana Scully, FOX MULDER"
 
 
-def test_utf16_vtt(tmp_path: Path) -> None:
-    """A UTF-16 file with a BOM (Windows tools write them) reads like UTF-8."""
-    data = "\ufeffWEBVTT\n\n00:00.000 --> 00:02.000\n<v Zoë>Grüß dich\n".encode("utf-16-le")
-    doc = extract(write(tmp_path, "call.vtt", data))
-    assert doc.pages[0].text == "[00:00:00] Zoë: Grüß dich"
+# One file in, its first page's text and its number of cues out.
+FIRST_PAGES = [
+    pytest.param(
+        "call.vtt",
+        "\ufeffWEBVTT\n\n00:00.000 --> 00:02.000\n<v Zoë>Grüß dich\n".encode("utf-16-le"),
+        "[00:00:00] Zoë: Grüß dich",
+        1,
+        id="a UTF-16 file with a BOM (Windows tools write them) reads like UTF-8",
+    ),
+    pytest.param(
+        "styled.srt",
+        "1\n00:00:01,000 --> 00:00:02,000\n"
+        '{\\an8}<i>Meanwhile</i>, <font color="#ff0">upstairs</font> &lt;3\n',
+        "[00:00:01] Meanwhile, upstairs <3",
+        1,
+        id="italics, font colours and ASS position overrides are styling, not words",
+    ),
+    pytest.param(
+        "fr.vtt",
+        "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nÉmilie Dubois: Bonjour à tous.\n\n"
+        "00:00:40.000 --> 00:00:41.000\nthe ratio: 3 to 2\n\n"
+        "00:01:20.000 --> 00:01:21.000\n- <v Bob>Yes.</v>\n\n"
+        "00:01:50.000 --> 00:01:51.000\nSpeaker 2: Numbered.\n",
+        "[00:00:01] Émilie Dubois: Bonjour à tous.\n"
+        "[00:00:40] the ratio: 3 to 2\n"
+        "[00:01:20] Bob: Yes.\n"
+        "[00:01:50] Speaker 2: Numbered.",
+        4,
+        id='"Émilie Dubois:" is a speaker, "the ratio: 3 to 2" is not; a lone dash is dropped',
+    ),
+    pytest.param(
+        "tight.srt",
+        "1\n00:00:01,000 --> 00:00:02,000\nFirst line\n"
+        "2\n00:00:40,000 --> 00:00:42,000\nSecond line\n"
+        "3\n00:01:30,000 --> 00:01:32,000\nThird line\n",
+        "[00:00:01] First line\n[00:00:40] Second line\n[00:01:30] Third line",
+        3,
+        id="SRT counters without blank lines are not text",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "content", "text", "cues"), FIRST_PAGES)
+def test_first_page_text(
+    tmp_path: Path, name: str, content: str | bytes, text: str, cues: int
+) -> None:
+    doc = extract(write(tmp_path, name, content))
+    assert (doc.pages[0].text, doc.metadata["Cues"]) == (text, str(cues))
 
 
 def test_bad_cues_are_skipped_with_a_warning(tmp_path: Path) -> None:
@@ -232,33 +275,6 @@ def test_folders_include_transcripts_and_word_files(tmp_path: Path) -> None:
     assert found == ["a.vtt", "b.SRT", "c.docx", "d.txt"]
 
 
-def test_srt_markup_is_dropped(tmp_path: Path) -> None:
-    """Italics, font colours and ASS position overrides are styling, not words."""
-    srt = (
-        "1\n00:00:01,000 --> 00:00:02,000\n"
-        '{\\an8}<i>Meanwhile</i>, <font color="#ff0">upstairs</font> &lt;3\n'
-    )
-    doc = extract(write(tmp_path, "styled.srt", srt))
-    assert doc.pages[0].text == "[00:00:01] Meanwhile, upstairs <3"
-
-
-def test_speaker_names_beyond_ascii_and_dialogue_dashes(tmp_path: Path) -> None:
-    """ "Émilie Dubois:" is a speaker, "the ratio: 3 to 2" is not; a lone dash is dropped."""
-    vtt = (
-        "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nÉmilie Dubois: Bonjour à tous.\n\n"
-        "00:00:40.000 --> 00:00:41.000\nthe ratio: 3 to 2\n\n"
-        "00:01:20.000 --> 00:01:21.000\n- <v Bob>Yes.</v>\n\n"
-        "00:01:50.000 --> 00:01:51.000\nSpeaker 2: Numbered.\n"
-    )
-    doc = extract(write(tmp_path, "fr.vtt", vtt))
-    assert doc.pages[0].text == (
-        "[00:00:01] Émilie Dubois: Bonjour à tous.\n"
-        "[00:00:40] the ratio: 3 to 2\n"
-        "[00:01:20] Bob: Yes.\n"
-        "[00:01:50] Speaker 2: Numbered."
-    )
-
-
 GLUED = """\
 WEBVTT
 Kind: captions
@@ -284,21 +300,6 @@ def test_a_timing_line_starts_a_new_cue_without_a_blank_line(tmp_path: Path) -> 
     # Consecutive cues without a speaker join into one line, under the first cue's time.
     assert text == "[00:05:00] so the budget is fixed for this year and travel is cut in half"
     assert doc.warnings == []
-
-
-def test_srt_counters_without_blank_lines_are_not_text(tmp_path: Path) -> None:
-    srt = (
-        "1\n00:00:01,000 --> 00:00:02,000\nFirst line\n"
-        "2\n00:00:40,000 --> 00:00:42,000\nSecond line\n"
-        "3\n00:01:30,000 --> 00:01:32,000\nThird line\n"
-    )
-    doc = extract(write(tmp_path, "tight.srt", srt))
-    assert doc.pages[0].text.splitlines() == [
-        "[00:00:01] First line",
-        "[00:00:40] Second line",
-        "[00:01:30] Third line",
-    ]
-    assert doc.metadata["Cues"] == "3"
 
 
 def test_unreadable_timing_inside_a_block_skips_only_that_cue(tmp_path: Path) -> None:

@@ -18,34 +18,27 @@ from server_manager import (
     ServerStatus,
     connection_for,
 )
+from server_manager import state as state_file
 from server_manager.gpu import GpuInfo, gpu_report
 from server_manager.logs import ServerLog, log_files, read_lines
-from server_manager.state import (
-    Paths,
-    ServerState,
-    api_key,
-    clear_state,
-    locked,
-    read_state,
-    write_state,
-)
+from server_manager.state import Paths, ServerState
 from tests.support.schemas import SERVER_STATUS_KEYS
 
 
 def test_api_key_generated_once_owner_only(tmp_path: Path) -> None:
     paths = Paths(tmp_path)
-    key = api_key(paths)
+    key = state_file.api_key(paths)
     assert len(key) >= 40
-    assert api_key(paths) == key
+    assert state_file.api_key(paths) == key
     assert paths.api_key.stat().st_mode & 0o777 == 0o600
     os.chmod(paths.api_key, 0o644)
-    assert api_key(paths) == key
+    assert state_file.api_key(paths) == key
     assert paths.api_key.stat().st_mode & 0o777 == 0o600
 
 
 def test_state_round_trip_and_unknown_keys(tmp_path: Path) -> None:
     paths = Paths(tmp_path)
-    assert read_state(paths) is None
+    assert state_file.read_state(paths) is None
     state = ServerState(
         profile="p",
         kind="container",
@@ -53,24 +46,24 @@ def test_state_round_trip_and_unknown_keys(tmp_path: Path) -> None:
         model="m",
         stages=["starting_container"],
     )
-    write_state(paths, state)
-    assert read_state(paths) == state
+    state_file.write_state(paths, state)
+    assert state_file.read_state(paths) == state
     assert paths.state.stat().st_mode & 0o777 == 0o600
     paths.state.write_text(
         '{"profile": "p", "kind": "native", "endpoint": "e", "model": "m", "from_the_future": 1}'
     )
-    loaded = read_state(paths)
+    loaded = state_file.read_state(paths)
     assert loaded is not None and loaded.kind == "native"
     paths.state.write_text("not json")
-    assert read_state(paths) is None
-    clear_state(paths)
-    clear_state(paths)
+    assert state_file.read_state(paths) is None
+    state_file.clear_state(paths)
+    state_file.clear_state(paths)
 
 
 def test_lock_excludes_other_holders(tmp_path: Path) -> None:
     paths = Paths(tmp_path)
     order: list[str] = []
-    with locked(paths):
+    with state_file.locked(paths):
         thread = threading.Thread(target=lambda: _take(paths, order))
         thread.start()
         thread.join(0.3)
@@ -80,7 +73,7 @@ def test_lock_excludes_other_holders(tmp_path: Path) -> None:
 
 
 def _take(paths: Paths, order: list[str]) -> None:
-    with locked(paths):
+    with state_file.locked(paths):
         order.append("second")
 
 
@@ -158,14 +151,14 @@ def test_stopped_status_without_anything(tmp_path: Path, monkeypatch: pytest.Mon
 
 def test_connection_for_reads_state_and_key(tmp_path: Path) -> None:
     paths = Paths(tmp_path)
-    key = api_key(paths)
+    key = state_file.api_key(paths)
     endpoint = "http://127.0.0.1:30000"
     server = ServerState(profile="sglang-rocm", kind="container", endpoint=endpoint, model="Q")
-    write_state(paths, dataclasses.replace(server, state="ready"))
+    state_file.write_state(paths, dataclasses.replace(server, state="ready"))
     # The managed profile's engine comes along: the client may send it SGLang's own fields.
     assert connection_for(tmp_path, ManagerConfig()) == Connection(endpoint, key, "Q", "sglang")
     assert Connection("http://h:1", "k", "m").v1_url == "http://h:1/v1"
-    write_state(paths, dataclasses.replace(server, state="failed"))
+    state_file.write_state(paths, dataclasses.replace(server, state="failed"))
     assert connection_for(tmp_path, ManagerConfig()) is None
 
 
@@ -188,7 +181,7 @@ def test_a_key_an_engine_would_take_for_an_option_is_replaced(tmp_path: Path) ->
     paths = Paths(tmp_path)
     paths.ensure()
     paths.api_key.write_text("-starts-like-an-option\n")
-    key = api_key(paths)
+    key = state_file.api_key(paths)
     assert not key.startswith("-")
     assert len(key) == 64 and set(key) <= set("0123456789abcdef")
-    assert api_key(paths) == key
+    assert state_file.api_key(paths) == key
