@@ -13,6 +13,7 @@ from desktop.answering.pages import parse_range
 from desktop.config import Settings
 from desktop.errors import Cancelled
 from desktop.store.db import Store, StoredAnswer
+from desktop.ui.ask_panel import AskPanel
 from desktop.ui.main_window import MainWindow
 from desktop.ui.quote_marks import unmarked_text
 from tests.conftest import API_KEY
@@ -92,14 +93,22 @@ def test_clicking_a_citation_shows_that_page(
     assert window.doc_view.page_edit.text() == "4"
 
 
-def test_stop_keeps_a_partial_answer_as_incomplete(
-    qtbot: QtBot, window: MainWindow, sglang: FakeSGLang, store: Store
-) -> None:
+def long_answer_asked(
+    window: MainWindow, qtbot: QtBot, sglang: FakeSGLang, question: str
+) -> AskPanel:
+    """FOUR_PAGES open and ready, a slow 2,000-token answer set up, ``question`` typed."""
     sglang.behaviour.update(token_delay_s=0.03, answer_tokens=2_000)
     open_document(window, qtbot, FOUR_PAGES)
     wait_ready(window, qtbot)
     panel = window.ask_panel
-    panel.question_edit.setPlainText("Tell me everything.")
+    panel.question_edit.setPlainText(question)
+    return panel
+
+
+def test_stop_keeps_a_partial_answer_as_incomplete(
+    qtbot: QtBot, window: MainWindow, sglang: FakeSGLang, store: Store
+) -> None:
+    panel = long_answer_asked(window, qtbot, sglang, "Tell me everything.")
     with qtbot.waitSignal(panel.answer_finished, timeout=20_000) as blocker:
         panel.ask()
         qtbot.waitUntil(lambda: len(panel.answer_view.writer.text) > 40, timeout=15_000)
@@ -244,11 +253,7 @@ def test_not_ready_server_explains_and_offers_settings(
 def test_quitting_during_an_answer_stores_it_incomplete(
     qtbot: QtBot, window: MainWindow, sglang: FakeSGLang, store: Store
 ) -> None:
-    sglang.behaviour.update(token_delay_s=0.03, answer_tokens=2_000)
-    open_document(window, qtbot, FOUR_PAGES)
-    wait_ready(window, qtbot)
-    panel = window.ask_panel
-    panel.question_edit.setPlainText("A long answer, please.")
+    panel = long_answer_asked(window, qtbot, sglang, "A long answer, please.")
     panel.ask()
     qtbot.waitUntil(lambda: len(panel.answer_view.writer.text) > 20, timeout=15_000)
     sha = window.document.sha256  # type: ignore[union-attr]

@@ -25,6 +25,16 @@ def user_questions(server: FakeSGLang) -> list[str]:
     return [m["content"] for m in last_messages(server) if m["role"] == "user"]
 
 
+FIRST, SECOND = "What is this document about?", "Which page says so?"
+
+
+def two_turns(window: MainWindow, qtbot: QtBot) -> tuple[object, object]:
+    """FOUR_PAGES open, the server ready, and a question and its follow-up answered."""
+    open_document(window, qtbot, FOUR_PAGES)
+    wait_ready(window, qtbot)
+    return ask(window, qtbot, FIRST), ask(window, qtbot, SECOND)
+
+
 def test_follow_up_shows_the_conversation_and_new_thread_starts_afresh(
     qtbot: QtBot, window: MainWindow, sglang: FakeSGLang, store: Store
 ) -> None:
@@ -90,10 +100,7 @@ def test_reopening_a_document_shows_its_last_thread_and_continues_it(
     qtbot: QtBot, make_window: Any, settings: Settings, sglang: FakeSGLang
 ) -> None:
     window = make_window(settings)
-    open_document(window, qtbot, FOUR_PAGES)
-    wait_ready(window, qtbot)
-    ask(window, qtbot, "What is this document about?")
-    ask(window, qtbot, "Which page says so?")
+    two_turns(window, qtbot)
     qtbot.waitUntil(lambda: "2 questions" in window.ask_panel.thread_label.text())
     window.close()
 
@@ -155,10 +162,7 @@ def test_ask_again_on_a_follow_up_asks_after_the_same_earlier_turns(
     qtbot: QtBot, window: MainWindow, sglang: FakeSGLang, store: Store
 ) -> None:
     panel = window.ask_panel
-    open_document(window, qtbot, FOUR_PAGES)
-    wait_ready(window, qtbot)
-    first = ask(window, qtbot, "What is this document about?")
-    second = ask(window, qtbot, "Which page says so?")
+    first, second = two_turns(window, qtbot)
     assert isinstance(first, StoredAnswer) and isinstance(second, StoredAnswer)
     assert panel.current_thread is not None
     original = panel.current_thread.id
@@ -181,10 +185,7 @@ def test_an_answer_picked_from_the_history_is_followed_up(
     qtbot: QtBot, window: MainWindow, sglang: FakeSGLang, store: Store
 ) -> None:
     panel = window.ask_panel
-    open_document(window, qtbot, FOUR_PAGES)
-    wait_ready(window, qtbot)
-    first = ask(window, qtbot, "What is this document about?")
-    ask(window, qtbot, "Which page says so?")
+    first, _ = two_turns(window, qtbot)
     qtbot.mouseClick(panel.new_thread_button, Qt.MouseButton.LeftButton)
     ask(window, qtbot, "Who wrote it?")
     qtbot.waitUntil(lambda: panel.history_list.count() == 3)
