@@ -181,16 +181,34 @@ def _dark(image: QImage, rect: QRect) -> int:
     return count
 
 
-def assert_painted_over_ink(view: DocumentView) -> None:
+def _grab_rendered(qtbot: QtBot, view: DocumentView, rects: list[QRect]) -> QImage:
+    """The viewport without the highlight once its pages are drawn: QPdfView paints a blank
+    page until its render thread delivers the image (slow under load)."""
+    pdf_view = view.pdf_view
+    highlight, pdf_view.highlight = pdf_view.highlight, []
+    grabbed: list[QImage] = []
+
+    def rendered() -> bool:
+        pdf_view.viewport().repaint()
+        grabbed[:] = [pdf_view.viewport().grab().toImage()]
+        return all(_dark(grabbed[0], r) > 0 for r in rects if r.width() >= 6)
+
+    try:
+        qtbot.waitUntil(rendered, timeout=10_000)
+    finally:
+        pdf_view.highlight = highlight
+    return grabbed[0]
+
+
+def assert_painted_over_ink(qtbot: QtBot, view: DocumentView) -> None:
     """Each painted rectangle covers ink of the page as rendered, and paints over it."""
     pdf_view = view.pdf_view
     for _ in range(20):
         QApplication.processEvents()
     offset = QPoint(pdf_view.horizontalScrollBar().value(), pdf_view.verticalScrollBar().value())
     rects = [r.toAlignedRect().translated(-offset) for r in pdf_view.highlight_rects()]
-    highlight, pdf_view.highlight = pdf_view.highlight, []
-    pdf_view.viewport().repaint()
-    plain = pdf_view.viewport().grab().toImage()
+    highlight = pdf_view.highlight
+    plain = _grab_rendered(qtbot, view, rects)
     pdf_view.set_highlight(highlight)
     pdf_view.viewport().repaint()
     painted = pdf_view.viewport().grab().toImage()
@@ -212,12 +230,12 @@ def test_the_highlight_is_painted_over_the_quotes_own_characters(
     painted rectangles cover the quote's ink (a wrong scale or offset does not)."""
     shown(qtbot, view, geotopo)
     show_and_wait(qtbot, view, 6, line_break_quote(geotopo, 6))
-    assert_painted_over_ink(view)
+    assert_painted_over_ink(qtbot, view)
     view.zoom_in()
     view.zoom_in()
     view.pdf_view.scroll_to_highlight()
     view.pdf_view.horizontalScrollBar().setValue(0)
-    assert_painted_over_ink(view)
+    assert_painted_over_ink(qtbot, view)
 
 
 @pytest.mark.xvfb
