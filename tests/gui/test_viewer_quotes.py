@@ -1,9 +1,11 @@
 """The document viewer: a quote highlighted whole (lines, page breaks), off the UI thread;
-Enter in the find box goes to the first hit (issue 21 item 5, issue 17)."""
+Enter in the find box goes to the first hit (issue 21 item 5, issue 17); only the PDF the
+document was extracted from is opened."""
 
 from __future__ import annotations
 
 import itertools
+import shutil
 import threading
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ from desktop.documents.model import Document
 from desktop.ui import quote_highlight, tasks
 from desktop.ui.document_view import DocumentView
 from desktop.ui.main_window import MainWindow
-from tests.gui.conftest import GEOTOPO, open_document
+from tests.gui.conftest import FOUR_PAGES, GEOTOPO, open_document
 from tests.gui.test_quote_highlight import assert_rects_are_qtpdfs, highlighted_text
 
 
@@ -270,3 +272,33 @@ def test_enter_on_a_word_that_is_nowhere_says_not_found(
     assert view.hits_label.text() in ("searching…", "not found")
     qtbot.waitUntil(lambda: view.hits_label.text() == "not found", timeout=10_000)
     assert view.pdf_view.currentSearchResultIndex() == -1
+
+
+def test_the_file_as_added_is_shown_as_a_pdf(
+    qtbot: QtBot, view: DocumentView, tmp_path: Path
+) -> None:
+    copy = tmp_path / "paper.pdf"
+    shutil.copyfile(FOUR_PAGES, copy)
+    view.show_document(extract(copy))
+    qtbot.waitUntil(lambda: view.mode == "pdf", timeout=20_000)
+    assert view.pdf.pageCount() == 4 and not view.warnings_label.isVisibleTo(view)
+
+
+def test_a_file_changed_since_it_was_added_shows_the_text_as_extracted(
+    qtbot: QtBot, view: DocumentView, tmp_path: Path
+) -> None:
+    """Regression: the viewer rendered whatever the path held now (another version's pages
+    under the stored text's citations and quotes); now its stored text, and it says why."""
+    copy = tmp_path / "paper.pdf"
+    shutil.copyfile(FOUR_PAGES, copy)
+    doc = extract(copy)
+    shutil.copyfile(GEOTOPO, copy)  # a new version saved under the same name
+    view.show_document(doc)
+    qtbot.waitUntil(lambda: view.mode != "loading", timeout=20_000)
+    assert view.mode == "text"
+    assert view.pdf.pageCount() == 0  # QtPdf never loaded the new file
+    assert view.warnings_label.isVisibleTo(view)
+    assert "paper.pdf has changed since it was added" in view.warnings_label.text()
+    assert doc.pages[1].text.split()[0] in view.text_view.toPlainText()
+    view.go_to_page(3)
+    assert view.current_page() == 3
