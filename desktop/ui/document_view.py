@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from desktop.answering.citations import PageIndex
 from desktop.documents.anchors import anchor_resolver
+from desktop.documents.ingest import sha256_file
 from desktop.documents.model import Document
 from desktop.ui import tasks
 from desktop.ui.find_bar import FindBar, tool_button
@@ -202,10 +203,10 @@ class DocumentView(QWidget):
             self._set_current(1)
             ui_thread = self.thread()
             tasks.run_call(
-                lambda: _load_pdf(path, ui_thread),
+                lambda: _load_pdf(path, doc.sha256, ui_thread),
                 receiver=self,
                 success=lambda pdf: self._on_pdf_loaded(load_id, doc, pdf),
-                failure=lambda _exc: self._on_pdf_loaded(load_id, doc, None),
+                failure=lambda exc: self._on_pdf_loaded(load_id, doc, exc),
                 name="open pdf",
             )
             return
@@ -220,13 +221,19 @@ class DocumentView(QWidget):
         self.go_to_page(page)
         self.finder.restart()
 
-    def _on_pdf_loaded(self, load_id: int, doc: Document, pdf: QPdfDocument | None) -> None:
+    def _on_pdf_loaded(
+        self, load_id: int, doc: Document, pdf: QPdfDocument | BaseException | None
+    ) -> None:
         if load_id != self._load_id or self.document is not doc:
-            if pdf is not None:
+            if isinstance(pdf, QPdfDocument):
                 pdf.deleteLater()  # another document was opened meanwhile
             return
-        if pdf is None:  # QtPdf cannot open what PDFium extracted: show the text
-            self._show_text(doc)
+        if isinstance(pdf, FileChanged):
+            lines = [self.warnings_label.text(), f"Warning: {pdf}"]
+            self.warnings_label.setText("\n".join(line for line in lines if line))
+            self.warnings_label.setVisible(True)
+        if not isinstance(pdf, QPdfDocument):  # QtPdf cannot open what PDFium extracted,
+            self._show_text(doc)  # or the file is another now: the text as extracted
             return
         self._set_pdf(pdf)
         self.stack.setCurrentIndex(1)
@@ -419,8 +426,25 @@ class DocumentView(QWidget):
         self.finder.find_previous()
 
 
-def _load_pdf(path: Path, ui_thread: QThread) -> QPdfDocument | None:
-    """Open a PDF in a worker and hand the QPdfDocument to the UI thread (None: cannot)."""
+class FileChanged(Exception):
+    """The file is no longer the one the document was extracted from."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            f"{path.name} has changed since it was added; its text as read then is shown "
+            "(add the file again to read the new version)."
+        )
+
+
+def _load_pdf(path: Path, sha256: str, ui_thread: QThread) -> QPdfDocument | None:
+    """Open a PDF in a worker and hand the QPdfDocument to the UI thread (None: cannot).
+
+    Only the bytes extracted (``sha256``): pages of another version would not match the
+    citations and quotes, and QtPdf's own PDFium never returns from loading some damaged
+    files (unreadablemetadata.pdf) that extraction refuses.
+    """
+    if sha256_file(path) != sha256:
+        raise FileChanged(path)
     pdf = QPdfDocument()
     if pdf.load(str(path)) != QPdfDocument.Error.None_:
         return None
