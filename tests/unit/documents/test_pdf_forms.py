@@ -229,3 +229,19 @@ def test_text_boxes_from_rich_text_or_their_appearance(tmp_path: Path) -> None:
         "Lower line",
         "[Text box] Typed on the page",
     ]
+
+
+def test_values_and_notes_longer_than_the_string_buffer_are_read_whole(tmp_path: Path) -> None:
+    """Strings past the getters' 4,096-byte buffer are asked for again, through the same
+    unconverted calls (pdf_forms._bare) as short ones."""
+    note = " ".join(f"word{n}" for n in range(500))  # 3,889 characters: 7,778 bytes
+    value = " ".join(f"value{n}" for n in range(400))
+    page = FormPage(
+        lines=[TextLine(72, 700, "Remarks:")],
+        fields=[Field("text", "remarks", (150, 695, 500, 712), value=value)],
+        comments=[Comment("Text", (72, 600, 90, 620), note, "Ana")],
+    )
+    text = extract(write_form_pdf(tmp_path / "long.pdf", [page])).pages[0].text
+    assert f"Remarks: [Field: remarks] {value}" in text
+    assert "[Note: Ana] word0 word1" in text
+    assert f"[Note: Ana] {note}" in text
