@@ -508,6 +508,25 @@ def _range_text(textpage: object) -> str:
 _VISIBLE_LINE = re.compile(r"[^\S\r\n]*([^\r\n]*[^\s])[^\S\r\n]*")
 
 
+def _visible_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each line's visible part, as _VISIBLE_LINE finds them.
+
+    PDFium ends its lines with CR LF: then split and stripped (str.strip's blanks are the
+    regular expression's \\s), twice as fast as the search, which runs on every form page.
+    """
+    if not text.count("\r") == text.count("\n") == text.count("\r\n"):
+        return [match.span(1) for match in _VISIBLE_LINE.finditer(text)]
+    spans = []
+    start = 0
+    for line in text.split("\r\n"):
+        stripped = line.lstrip()
+        if stripped:
+            first = start + len(line) - len(stripped)
+            spans.append((first, first + len(stripped.rstrip())))
+        start += len(line) + 2
+    return spans
+
+
 class _Lines:
     """The lines of a page's range text, each measured by its first character's box (its
     height and left edge: one call into PDFium a line, where asking for the character at
@@ -526,8 +545,7 @@ class _Lines:
         textpage, rect, get_box = boxes.textpage, boxes.rect, _loose_box
         into = ctypes.pointer(rect)
         to_index = None if boxes.direct else pdfium_c.FPDFText_GetCharIndexFromTextIndex
-        for match in _VISIBLE_LINE.finditer(text):
-            start, end = match.span(1)
+        for start, end in _visible_spans(text):
             index = start if to_index is None else to_index(textpage, start)
             if index < 0 or not get_box(textpage, index, into):
                 continue
