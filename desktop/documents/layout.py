@@ -52,6 +52,9 @@ _TAG_LOOKALIKE = re.compile(
 )
 # A line that looks like a page anchor: a document must not fake another page.
 _ANCHOR_LOOKALIKE = re.compile(r"^(\s*)\[(?=\s*page\b)", re.IGNORECASE | re.MULTILINE)
+# Looked for first: a search that starts at each "[" only, where the one above tries every
+# line start (a filled form's page has "[Field: ...]" on most lines: 20 us a page).
+_BRACKET_PAGE = re.compile(r"\[\s*page\b", re.IGNORECASE)
 # C0/C1 controls except tab and newline, and the noncharacters U+FFFE/U+FFFF.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ufffe\uffff]")
 # What may not appear inside an anchor or a one-line field: brackets end the anchor.
@@ -69,7 +72,7 @@ def defuse(text: str, *, inline: bool = False) -> str:
     text = _CONTROL.sub("", text) if not text.isprintable() else text
     if inline:
         text = " ".join(text.split()).translate(_INLINE_BRACKETS)
-    elif "[" in text:
+    elif "[" in text and _BRACKET_PAGE.search(text):
         text = _ANCHOR_LOOKALIKE.sub(r"\1[" + _ZWSP, text)
     if "<" in text:
         text = _TAG_LOOKALIKE.sub("<" + _ZWSP, text)

@@ -107,16 +107,48 @@ _raw = bytearray(_BUFFER_BYTES)
 _view = memoryview(_raw)
 _buffer = (ctypes.c_ushort * (_BUFFER_BYTES // 2)).from_buffer(_raw)
 _decode = codecs.utf_16_le_decode
+_SIZE = ctypes.c_ulong(_BUFFER_BYTES)
+
+
+def _bare(fn: Any) -> Any:
+    """``fn`` (one of pypdfium2.raw's functions) called without ctypes' argument conversion.
+
+    ctypes converts every argument through its declared type (argtypes) on every call,
+    ~0.2 µs of a ~0.4 µs call; a form page makes ~14 calls a widget and one a line. The
+    same C function without argtypes passes ints, bytes, handles and pointers as they
+    are, so its callers pass exactly what C expects: pointers (never a structure or a
+    float by value) and a ``c_ulong`` for a size.
+    """
+    address = ctypes.cast(fn, ctypes.c_void_p).value
+    if not address:
+        return fn
+    bare: Any = ctypes.CFUNCTYPE(fn.restype)(address)
+    bare.argtypes = None
+    return bare
+
+
+# The calls made for every annotation and line of a form page, without conversion.
+_get_annot = _bare(pdfium_c.FPDFPage_GetAnnot)
+_close_annot = _bare(pdfium_c.FPDFPage_CloseAnnot)
+_get_subtype = _bare(pdfium_c.FPDFAnnot_GetSubtype)
+_get_flags = _bare(pdfium_c.FPDFAnnot_GetFlags)
+_has_key = _bare(pdfium_c.FPDFAnnot_HasKey)
+_get_string = _bare(pdfium_c.FPDFAnnot_GetStringValue)
+_get_number = _bare(pdfium_c.FPDFAnnot_GetNumberValue)
+_get_rect = _bare(pdfium_c.FPDFAnnot_GetRect)
+_loose_box = _bare(pdfium_c.FPDFText_GetLooseCharBox)
+_number_pointer = ctypes.pointer(_number)
+_rect_pointer = ctypes.pointer(_rect)
 
 
 def _utf16(fn: Any, *args: Any) -> str:
     """A UTF-16 string from one of PDFium's getters that take (buffer, size in bytes)."""
-    size: int = fn(*args, _buffer, _BUFFER_BYTES)
+    size: int = fn(*args, _buffer, _SIZE)
     if size <= 2:
         return ""
     if size > _BUFFER_BYTES:  # longer than the buffer: ask again with room for it
         big = bytearray(size)
-        fn(*args, (ctypes.c_ushort * (size // 2)).from_buffer(big), size)
+        fn(*args, (ctypes.c_ushort * (size // 2)).from_buffer(big), ctypes.c_ulong(size))
         return _decode(memoryview(big)[: size - 2], "replace")[0]
     return _decode(_view[: size - 2], "replace")[0]
 
@@ -174,13 +206,13 @@ def page_items(page: object, form: object | None) -> list[Item]:
     items: list[Item] = []
     count = pdfium_c.FPDFPage_GetAnnotCount(page)
     for index in range(count):
-        annot = pdfium_c.FPDFPage_GetAnnot(page, index)
+        annot = _get_annot(page, index)
         if not annot:
             continue
         try:
             item = _item(annot, form)
         finally:
-            pdfium_c.FPDFPage_CloseAnnot(annot)
+            _close_annot(annot)
         if item is not None:
             items.append(item)
     return items
@@ -188,16 +220,16 @@ def page_items(page: object, form: object | None) -> list[Item]:
 
 def _item(annot: object, form: object | None) -> Item | None:
     """One annotation as an Item, or None when it shows nothing to read."""
-    subtype = pdfium_c.FPDFAnnot_GetSubtype(annot)
-    if subtype == pdfium_c.FPDF_ANNOT_LINK or pdfium_c.FPDFAnnot_GetFlags(annot) & _HIDDEN:
+    subtype = _get_subtype(annot)
+    if subtype == pdfium_c.FPDF_ANNOT_LINK or _get_flags(annot) & _HIDDEN:
         return None  # links (most annotations of most documents) carry no text
     signature = False
     if subtype == pdfium_c.FPDF_ANNOT_WIDGET:
         # The widget's own partial name (/T): the full name's last part when the widget
         # is its field (merged); a kid widget has none.
-        own_name = _utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"T")
+        own_name = _utf16(_get_string, annot, b"T")
         kind, flags = -1, 0
-        if own_name and not pdfium_c.FPDFAnnot_HasKey(annot, b"Parent"):
+        if own_name and not _has_key(annot, b"Parent"):
             # A top-level field merged with its widget: its dictionary holds all there is
             # (nothing to inherit), read directly; the form's getters would first find the
             # field by its name, the dearest step of a filled form's page.
@@ -215,7 +247,7 @@ def _item(annot: object, form: object | None) -> Item | None:
             elif form:
                 flags = pdfium_c.FPDFAnnot_GetFormFieldFlags(form, annot)
         signature = kind == pdfium_c.FPDF_FORMFIELD_SIGNATURE
-        if signature and not pdfium_c.FPDFAnnot_HasKey(annot, b"AP"):
+        if signature and not _has_key(annot, b"AP"):
             return None  # an unsigned signature field shows nothing
         inline = not signature  # a signature goes on a line of its own
         if signature:
@@ -227,14 +259,14 @@ def _item(annot: object, form: object | None) -> Item | None:
         inline = False
         if text is None and subtype == pdfium_c.FPDF_ANNOT_FREETEXT:
             # A typewriter text box whose words are only in its appearance (no Contents).
-            signature = pdfium_c.FPDFAnnot_HasKey(annot, b"AP")
+            signature = _has_key(annot, b"AP")
             text = "[Text box]" if signature else None
     else:
         return None
     if not text:
         return None
     rect = _rect
-    if not pdfium_c.FPDFAnnot_GetRect(annot, rect):
+    if not _get_rect(annot, _rect_pointer):
         rect.left = rect.right = rect.top = rect.bottom = 0.0
     return Item(
         left=min(rect.left, rect.right),
@@ -292,7 +324,7 @@ def _field_label(annot: object, form: object | None, own_name: str) -> str:
     if form:
         alternate = _utf16(pdfium_c.FPDFAnnot_GetFormFieldAlternateName, form, annot)
     else:
-        alternate = _utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"TU")
+        alternate = _utf16(_get_string, annot, b"TU")
     alternate = _one_line(alternate, 200)
     if alternate and len(alternate) <= _LABEL_MAX:
         return alternate
@@ -308,8 +340,8 @@ def _field_value(annot: object, form: object | None, own_name: str) -> str:
     /V is the value, read in a third of the time the form's getter takes to find the field
     by its full name; a kid widget's value is its parent field's."""
     if own_name or not form:
-        value = _utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"V")
-        if value or not form or not pdfium_c.FPDFAnnot_HasKey(annot, b"V"):
+        value = _utf16(_get_string, annot, b"V")
+        if value or not form or not _has_key(annot, b"V"):
             return value
     # Inherited, or not a string (a name, an array, a text stream): the form reads it.
     return _utf16(pdfium_c.FPDFAnnot_GetFormFieldValue, form, annot)
@@ -318,7 +350,7 @@ def _field_value(annot: object, form: object | None, own_name: str) -> str:
 def _shows_text(annot: object) -> bool:
     """Whether the widget's normal appearance draws text (a value filled in by a producer
     that left /V out, or a value flattened into the appearance)."""
-    if not pdfium_c.FPDFAnnot_HasKey(annot, b"AP"):
+    if not _has_key(annot, b"AP"):
         return False
     content = _utf16(pdfium_c.FPDFAnnot_GetAP, annot, pdfium_c.FPDF_ANNOT_APPEARANCEMODE_NORMAL)
     return bool(content) and _SHOWS_TEXT.search(content) is not None
@@ -328,21 +360,20 @@ def _button_state(annot: object, form: object | None) -> str:
     """A check box's or radio button's state: its appearance state (/AS), else its value."""
     # FPDFAnnot_IsChecked and the export getter need the form's view of the page
     # (FORM_OnAfterLoadPage), which costs more than the rest of a form page.
-    state = _utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"AS")
+    state = _utf16(_get_string, annot, b"AS")
     if not state:  # no appearance states: the field's value decides (a check box)
         state = (
             _utf16(pdfium_c.FPDFAnnot_GetFormFieldValue, form, annot)
             if form
-            else _utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"V")
+            else _utf16(_get_string, annot, b"V")
         )
     return state
 
 
 def _own_kind(annot: object) -> tuple[int, int]:
     """A widget's field type and flags from its own dictionary (/FT, /Ff)."""
-    kind = _OWN_TYPES.get(_utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"FT"), -1)
-    number = _number
-    flags = int(number.value) if pdfium_c.FPDFAnnot_GetNumberValue(annot, b"Ff", number) else 0
+    kind = _OWN_TYPES.get(_utf16(_get_string, annot, b"FT"), -1)
+    flags = int(_number.value) if _get_number(annot, b"Ff", _number_pointer) else 0
     if kind == pdfium_c.FPDF_FORMFIELD_CHECKBOX:
         if flags & _PUSH_BUTTON:
             kind = pdfium_c.FPDF_FORMFIELD_PUSHBUTTON
@@ -417,14 +448,14 @@ def _field_text(
 
 def _comment_text(annot: object, subtype: int) -> str | None:
     """A comment's contents behind its marker: ``[Note: J. Smith] Check the cap``."""
-    contents = _body(_utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"Contents"))
+    contents = _body(_utf16(_get_string, annot, b"Contents"))
     if not contents:
         # Rich text (RC, XHTML) is the same words with markup: its text will do.
-        rich = _utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"RC")
+        rich = _utf16(_get_string, annot, b"RC")
         contents = _body(html.unescape(" ".join(_MARKUP.sub(" ", rich).split()))) if rich else ""
     if not contents:
         return None
-    author = _one_line(_utf16(pdfium_c.FPDFAnnot_GetStringValue, annot, b"T"), _LABEL_MAX)
+    author = _one_line(_utf16(_get_string, annot, b"T"), _LABEL_MAX)
     what = "Text box" if subtype == pdfium_c.FPDF_ANNOT_FREETEXT else "Note"
     return f"[{what}: {author}] {contents}" if author else f"[{what}] {contents}"
 
@@ -444,7 +475,8 @@ class _Boxes:
         # Text offsets are character indices unless PDFium added or left out characters
         # in its text (then the two counts differ and each offset is translated).
         self.direct = text_length == pdfium_c.FPDFText_CountChars(textpage)
-        self._rect = pdfium_c.FS_RECTF()
+        self.rect = pdfium_c.FS_RECTF()
+        self._into = ctypes.pointer(self.rect)
 
     def box(self, offset: int) -> tuple[float, float, float, float] | None:
         """(left, right, bottom, top) of the character at text ``offset``."""
@@ -453,8 +485,8 @@ class _Boxes:
             if self.direct
             else pdfium_c.FPDFText_GetCharIndexFromTextIndex(self.textpage, offset)
         )
-        rect = self._rect
-        if index < 0 or not pdfium_c.FPDFText_GetLooseCharBox(self.textpage, index, rect):
+        rect = self.rect
+        if index < 0 or not _loose_box(self.textpage, index, self._into):
             return None
         return rect.left, rect.right, min(rect.bottom, rect.top), max(rect.bottom, rect.top)
 
@@ -476,6 +508,25 @@ def _range_text(textpage: object) -> str:
 _VISIBLE_LINE = re.compile(r"[^\S\r\n]*([^\r\n]*[^\s])[^\S\r\n]*")
 
 
+def _visible_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each line's visible part, as _VISIBLE_LINE finds them.
+
+    PDFium ends its lines with CR LF: then split and stripped (str.strip's blanks are the
+    regular expression's \\s), twice as fast as the search, which runs on every form page.
+    """
+    if not text.count("\r") == text.count("\n") == text.count("\r\n"):
+        return [match.span(1) for match in _VISIBLE_LINE.finditer(text)]
+    spans = []
+    start = 0
+    for line in text.split("\r\n"):
+        stripped = line.lstrip()
+        if stripped:
+            first = start + len(line) - len(stripped)
+            spans.append((first, first + len(stripped.rstrip())))
+        start += len(line) + 2
+    return spans
+
+
 class _Lines:
     """The lines of a page's range text, each measured by its first character's box (its
     height and left edge: one call into PDFium a line, where asking for the character at
@@ -491,16 +542,12 @@ class _Lines:
         self.bottoms: list[float] = []
         self.tops: list[float] = []
         # The loop runs once a line of every page with items: PDFium called directly.
-        textpage, rect, get_box = (
-            boxes.textpage,
-            pdfium_c.FS_RECTF(),
-            pdfium_c.FPDFText_GetLooseCharBox,
-        )
+        textpage, rect, get_box = boxes.textpage, boxes.rect, _loose_box
+        into = ctypes.pointer(rect)
         to_index = None if boxes.direct else pdfium_c.FPDFText_GetCharIndexFromTextIndex
-        for match in _VISIBLE_LINE.finditer(text):
-            start, end = match.span(1)
+        for start, end in _visible_spans(text):
             index = start if to_index is None else to_index(textpage, start)
-            if index < 0 or not get_box(textpage, index, rect):
+            if index < 0 or not get_box(textpage, index, into):
                 continue
             self.starts.append(start)
             self.ends.append(end)

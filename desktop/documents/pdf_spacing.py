@@ -25,23 +25,25 @@ GAP_EM = 0.1
 # What a glued word looks like inside, found by its one telling character (a capital
 # after small letters, a digit against letters or in a long run of digits): a pattern
 # that starts with a character class is searched in C, at little cost per page.
-_CAPITAL_INSIDE = re.compile(r"[A-Z](?<=[a-z]{2}[A-Z])(?=[a-z])")  # orgThick
-_DIGIT_AGAINST = re.compile(
-    r"\d(?:(?<=[^\W\d_]{3}\d)|(?=[^\W\d_]{3})|(?<!\d\d)(?=\d{5}))"  # 2radio, 3456789
-)
+_CAPITAL_TAIL = r"(?<=[a-z]{2}[A-Z])(?=[a-z])"  # orgThick
+_DIGIT_TAIL = r"(?:(?<=[^\W\d_]{3}\d)|(?=[^\W\d_]{3})|(?<!\d\d)(?=\d{5}))"  # 2radio, 3456789
+_CAPITAL_INSIDE = re.compile(f"[A-Z]{_CAPITAL_TAIL}")
+_DIGIT_AGAINST = re.compile(rf"\d{_DIGIT_TAIL}")
+# Both in one search (a quarter less than one after the other on a form page).
+_EITHER = re.compile(rf"[A-Z\d](?:{_CAPITAL_TAIL}|(?<=\d){_DIGIT_TAIL})")
 _LONG_WORD = 25  # characters without a space: a line of words glued together
-_LONG = re.compile(r"\S{25,}")
+_LONG = re.compile(rf"\S{{{_LONG_WORD},}}")
+# A long word after a blank (a start at each blank, not at every character as _LONG's):
+# with _LONG.match at the text's start, what str.split's longest word says (both split
+# on Unicode white space), a fifth cheaper.
+_LONG_AFTER_BLANK = re.compile(rf"\s\S{{{_LONG_WORD}}}")
 _WORD_REACH = 200  # the longest word looked at, each way from what gave it away
 _BLANKS = " \t\r\n"
 
 
 def looks_glued(text: str) -> bool:
     """Whether some word of ``text`` may be two words glued together."""
-    return bool(
-        _CAPITAL_INSIDE.search(text)
-        or _DIGIT_AGAINST.search(text)
-        or max(map(len, text.split()), default=0) >= _LONG_WORD
-    )
+    return bool(_EITHER.search(text) or _LONG_AFTER_BLANK.search(text) or _LONG.match(text))
 
 
 def _glued_words(text: str) -> list[tuple[int, int]]:

@@ -314,3 +314,17 @@ def test_follow_up_continues_the_first_prompt_with_its_range_note() -> None:
     assert count_prompt_tokens(doc, pages, "And page 4?", True, history) == len(
         tokens.encode_with_special(follow)
     )
+
+
+def test_defuse_anchor_lookalikes_among_form_markers() -> None:
+    """Lines that fake a page anchor are defused in any case and indentation, next to the
+    "[Field: ...]" markers a form page is full of (which stay as they are)."""
+    text = "First name: [Field: name] Ana\n  [ PAGE 3]\n[Field: Page] 2\n\t[page iv]\n[Pages] x"
+    safe = defuse(text)
+    assert safe.splitlines() == [
+        "First name: [Field: name] Ana",
+        "  [\u200b PAGE 3]",
+        "[Field: Page] 2",
+        "\t[\u200bpage iv]",
+        "[Pages] x",
+    ]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import random
 import re
 from pathlib import Path
 
 import pytest
 
 from desktop.answering.citations import check_citations, index_for
-from desktop.documents import extract
+from desktop.documents import extract, pdf_forms
 from desktop.documents.ingest import require_text
 from desktop.documents.pdf import UNREAD_KEY, UNREAD_PAGE, unread_pages
 from desktop.errors import DocumentUnreadable
@@ -229,3 +230,33 @@ def test_text_boxes_from_rich_text_or_their_appearance(tmp_path: Path) -> None:
         "Lower line",
         "[Text box] Typed on the page",
     ]
+
+
+def test_values_and_notes_longer_than_the_string_buffer_are_read_whole(tmp_path: Path) -> None:
+    """Strings past the getters' 4,096-byte buffer are asked for again, through the same
+    unconverted calls (pdf_forms._bare) as short ones."""
+    note = " ".join(f"word{n}" for n in range(500))  # 3,889 characters: 7,778 bytes
+    value = " ".join(f"value{n}" for n in range(400))
+    page = FormPage(
+        lines=[TextLine(72, 700, "Remarks:")],
+        fields=[Field("text", "remarks", (150, 695, 500, 712), value=value)],
+        comments=[Comment("Text", (72, 600, 90, 620), note, "Ana")],
+    )
+    text = extract(write_form_pdf(tmp_path / "long.pdf", [page])).pages[0].text
+    assert f"Remarks: [Field: remarks] {value}" in text
+    assert "[Note: Ana] word0 word1" in text
+    assert f"[Note: Ana] {note}" in text
+
+
+def test_visible_line_spans_split_as_the_search_finds_them() -> None:
+    """The CR LF fast path of pdf_forms._visible_spans gives the regular expression's spans
+    (lines, their blanks at both ends, Unicode blanks, blank lines, lone CR or LF)."""
+    rng = random.Random(19)
+    pieces = ["ab", " ", "\t", "\r\n", "\u3000", "\x1c", "\xa0", "x y", "\r", "\n", "é"]
+    texts = ["", "\r\n", "  a  \r\n\r\n b\r\n", "a\rb\r\nc", "a\nb"]
+    for _ in range(3000):
+        weights = [3, 2, 1, 3, 1, 1, 1, 2, rng.choice((0, 1)), rng.choice((0, 1)), 1]
+        texts.append("".join(rng.choices(pieces, weights, k=rng.randint(0, 30))))
+    for text in texts:
+        expected = [m.span(1) for m in pdf_forms._VISIBLE_LINE.finditer(text)]
+        assert pdf_forms._visible_spans(text) == expected, repr(text)

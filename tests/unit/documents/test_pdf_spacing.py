@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import shutil
 import subprocess
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from desktop.documents import extract
+from desktop.documents import pdf_spacing as spacing
 from desktop.documents.pdf_spacing import looks_glued
 from tests.support.pdf_maker import write_content_pdf
 
@@ -75,3 +77,28 @@ def test_no_words_lost_or_split_against_pdftotext(tmp_path: Path) -> None:
     ).stdout.split()
     ours = extract(path).pages[0].text.split()
     assert sorted(ours) == sorted(theirs)
+
+
+def test_looks_glued_agrees_with_the_word_by_word_definition() -> None:
+    """looks_glued's combined searches say what the three checks say one by one: a capital
+    inside small letters, a digit against letters or starting a long run, a word of 25+
+    characters between Unicode white space (as str.split finds words)."""
+    rng = random.Random(19)
+    alphabet = "aZb1 2Ac\u0663\u00e9\n\x1c\u3000xyzQ9"
+
+    def one_by_one(text: str) -> bool:
+        return bool(
+            spacing._CAPITAL_INSIDE.search(text)
+            or spacing._DIGIT_AGAINST.search(text)
+            or max(map(len, text.split()), default=0) >= 25
+        )
+
+    texts = ["a" * 25, "a" * 24, " " + "b" * 25, "\x1c" + "c" * 25, "\u3000" + "d" * 24]
+    texts += ["ab\n" + "x" * 25 + " cd", "orgThick", "2radio", "3456789", "1234", "abc1"]
+    for _ in range(3000):
+        weights = [1] * len(alphabet)
+        for blank in (4, 10, 11, 12):  # blanks rare: long words occur
+            weights[blank] = rng.choice((0, 1))
+        texts.append("".join(rng.choices(alphabet, weights, k=rng.randint(0, 80))))
+    assert [spacing.looks_glued(t) for t in texts] == [one_by_one(t) for t in texts]
+    assert spacing.looks_glued("a" * 25) and not spacing.looks_glued("a" * 24)
