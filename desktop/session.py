@@ -40,7 +40,7 @@ def unanswerable_reason(
     """
     if pages and empty_pages < pages:
         return None
-    if kind == "pdf" and pages:
+    if image_only(kind, pages, empty_pages):
         return no_text_reason(pages, reads_images=False) if reads_images is False else None
     return "the document holds no text"
 
