@@ -72,19 +72,14 @@ def _files(paths: list[Path]) -> list[Path | DocumentError]:
 def cmd_ingest(args: argparse.Namespace) -> int:
     """Ingest each file; a failed file is reported and the others go on."""
     from desktop.cli.common import open_store
-    from desktop.library import open_document
+    from desktop.library import open_documents
 
     store = open_store()
     failed = False
     try:
-        for item in _files(args.paths):
-            try:
-                if isinstance(item, DocumentError):
-                    raise item
-                path = item
-                doc, reused = open_document(path, store)
-            except DocumentError as exc:
-                failed = True
+        for opened in open_documents(_files(args.paths), store):
+            if isinstance(opened, DocumentError):
+                exc, failed = opened, True
                 if args.json:
                     print(
                         json.dumps({"path": json_path(exc.path), "error": exc.reason}), flush=True
@@ -92,10 +87,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 else:
                     print(f"Error: {one_line(str(exc))}", file=sys.stderr)
                 continue
+            path, doc = opened.path, opened.doc
             if args.json:
                 print(json.dumps(describe(doc, path), ensure_ascii=False), flush=True)
             else:
-                note = " (already stored)" if reused else ""
+                note = " (already stored)" if opened.reused else ""
                 print(
                     f"{display_path(path)}: {doc.title!r}, {plural(len(doc.pages), 'page')}, "
                     f"{plural(doc.tokens, 'token')}{note}",
