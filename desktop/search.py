@@ -38,6 +38,7 @@ SCOPES = ("all", "documents", "answers")
 Scope = Literal["all", "documents", "answers"]
 
 _WORD = re.compile(r"\w+")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 # FTS5's words for a query it cannot read (not a damaged or locked database).
 _QUERY_ERRORS = ("fts5:", "no such column", "unterminated string", "unknown special query")
 
@@ -91,6 +92,13 @@ def check_query(query: str) -> str:
         raise QueryError(
             f"the search query is {len(text):,} characters long; search takes at most"
             f" {MAX_QUERY_CHARS:,}: give the words that matter"
+        )
+    if _SURROGATE.search(text):
+        # What Python makes of bytes in argv that are not UTF-8 (``$'\xff'``): SQLite
+        # cannot take them, and they are no word anyone could have typed.
+        raise QueryError(
+            "the search query holds bytes that are not UTF-8 text (a terminal set to another"
+            " encoding?): type it again"
         )
     if not _WORD.search(text):
         raise QueryError(
