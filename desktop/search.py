@@ -167,16 +167,31 @@ def _words_or_plain_words(
     """Hits for ``query`` as FTS5 reads it, else as plain words (and those words), each
     with its German spellings."""
     attested = _attester(conn, kind)
-    # As written too: should respelling ever break a query FTS5 reads, it is not taken
-    # as plain words for that.
-    for match in dict.fromkeys([respelled(query, attested), query]):
-        try:
-            return _word_hits(conn, kind, match, document, limit), None
-        except sqlite3.OperationalError as exc:
-            if not str(exc).startswith(_QUERY_ERRORS):
-                raise
+    match = respelled(query, attested)
+    # Only what FTS5 reads as written is respelled (what it rejects is plain words, as
+    # before): respelling leaves out phrases without words, and so what is wrong with one.
+    if match == query or _readable(conn, kind, query):
+        for text in dict.fromkeys([match, query]):  # as written, should respelling break it
+            try:
+                return _word_hits(conn, kind, text, document, limit), None
+            except sqlite3.OperationalError as exc:
+                if not str(exc).startswith(_QUERY_ERRORS):
+                    raise
     read_as = plain_words(query)
     return _word_hits(conn, kind, respelled(read_as, attested), document, limit), read_as
+
+
+def _readable(conn: sqlite3.Connection, kind: str, query: str) -> bool:
+    """Whether FTS5 reads ``query`` (parsed, looked up for rowid 0: no row; well under a
+    millisecond)."""
+    index = "pages_fts" if kind == "page" else "answers_fts"
+    try:
+        conn.execute(f"SELECT 1 FROM {index} WHERE {index} MATCH ? AND rowid = 0", [query])
+    except sqlite3.OperationalError as exc:
+        if not str(exc).startswith(_QUERY_ERRORS):
+            raise
+        return False
+    return True
 
 
 def _word_hits(
@@ -267,7 +282,7 @@ class _Item:
 
     text: str
     phrase: bool = False
-    words: bool = False  # a phrase FTS5 finds tokens in
+    empty: bool = False  # without words ("§", ""): an implicit AND leaves it out, AND not
     respelled: bool = False  # an OR group of its spellings
 
 
@@ -336,7 +351,8 @@ def respelled(query: str, attested: Attested) -> str:
             column += " ".join(x.raw for x in tokens[i : end + 1]) + " "
             i = end + 1
             continue
-        if (t.kind == "punct" and t.raw != "^") or t.raw in _OPERATORS:
+        caret = t.raw == "^" and _string(tokens, i + 1)
+        if (t.kind == "punct" and not caret) or t.raw in _OPERATORS:
             items.append(_Item(column + t.raw))
             column = ""
             i += 1
@@ -347,18 +363,22 @@ def respelled(query: str, attested: Attested) -> str:
                 return query
         else:
             end = i + 1 if t.raw == "^" else i
-            while end + 1 < len(tokens) and tokens[end + 1].raw in ("*", "+"):
-                end += 1 if tokens[end + 1].raw == "*" else 2
+            while True:  # string [*] [+ string [*]]...
+                if end + 1 < len(tokens) and tokens[end + 1].raw == "*":
+                    end += 1
+                if not (_is(tokens, end + 1, "+") and _string(tokens, end + 2)):
+                    break
+                end += 2
         unit = tokens[i : end + 1]
-        spellings = _unit_spellings(unit, attested, budget)
+        spellings, empty = _unit_spellings(unit, attested, budget)
         budget -= len(spellings) - 1
         text = spellings[0] if len(spellings) == 1 else f"({' OR '.join(spellings)})"
-        words = t.raw == "NEAR" or any(_TERM_WORD.search(x.value) for x in unit)
-        items.append(_Item(column + text, phrase=True, words=words, respelled=len(spellings) > 1))
+        items.append(_Item(column + text, phrase=True, empty=empty, respelled=len(spellings) > 1))
         column = ""
         i = end + 1
     if budget == MAX_QUERY_SPELLINGS:
         return query
+    items.append(_Item(column))  # a column filter with nothing after it, for FTS5 to reject
     out: list[str] = []
     run: list[_Item] = []
     for item in [*items, _Item("")]:
@@ -366,9 +386,9 @@ def respelled(query: str, attested: Attested) -> str:
             run.append(item)
             continue
         if len(run) > 1 and any(r.respelled for r in run):
-            # A phrase without words ("§") is dropped from an implicit AND, but matches
-            # nothing as an operand of AND: leave it out.
-            kept = [r.text for r in run if not r.respelled and r.words]
+            # A phrase without words ("§", column filter or not) is left out of an implicit
+            # AND, but matches nothing as an operand of AND: leave it out.
+            kept = [r.text for r in run if not r.respelled and not r.empty]
             groups = [" ".join(kept)] if kept else []
             out.append(f"({' AND '.join(groups + [r.text for r in run if r.respelled])})")
         else:
@@ -378,14 +398,24 @@ def respelled(query: str, attested: Attested) -> str:
     return " ".join(out).strip()
 
 
-def _unit_spellings(unit: list[_Token], attested: Attested, budget: int) -> list[str]:
+def _string(tokens: list[_Token], i: int) -> bool:
+    """Whether ``tokens[i]`` is a string: quoted, or a word that is no operator."""
+    return i < len(tokens) and tokens[i].kind != "punct" and tokens[i].raw not in _OPERATORS
+
+
+def _is(tokens: list[_Token], i: int, punct: str) -> bool:
+    return i < len(tokens) and tokens[i].kind == "punct" and tokens[i].raw == punct
+
+
+def _unit_spellings(unit: list[_Token], attested: Attested, budget: int) -> tuple[list[str], bool]:
     """The spellings of a phrase (``^``, ``*`` and ``+`` included) or a NEAR group, as
     written first: each word's spellings combined, at most MAX_PHRASE_SPELLINGS."""
     template: list[_Piece] = []
     words: list[str] = []
     prefixes: list[bool] = []  # the word ends a string followed by *
     for n, t in enumerate(unit):
-        if t.kind == "punct" or t.raw == "NEAR" or (n and unit[n - 1].raw == ","):
+        group = t.raw == "NEAR" and _is(unit, n + 1, "(")
+        if t.kind == "punct" or group or (n and unit[n - 1].raw == ","):
             template.append(t.raw)
             continue
         prefix = n + 1 < len(unit) and unit[n + 1].raw == "*"
@@ -407,8 +437,8 @@ def _unit_spellings(unit: list[_Token], attested: Attested, budget: int) -> list
         spellings += [(*s[:slot], alt, *s[slot + 1 :]) for s in spellings for alt in alternates]
         spellings = spellings[:limit]
     if len(spellings) == 1:
-        return [" ".join(t.raw for t in unit)]
-    return [_render(template, s) for s in spellings]
+        return [" ".join(t.raw for t in unit)], not words
+    return [_render(template, s) for s in spellings], not words
 
 
 def _render(template: list[_Piece], words: tuple[str, ...]) -> str:

@@ -47,8 +47,8 @@ def check_indexes(store: Store) -> None:
         store.conn.execute(f"INSERT INTO {index} ({index}) VALUES ('integrity-check')")
 
 
-def labels(result: search.SearchResult) -> list[str | None]:
-    return [h.label for h in result.hits if h.kind == "page"]
+def labels(result: search.SearchResult) -> list[str]:
+    return [str(h.label) for h in result.hits if h.kind == "page"]
 
 
 def test_phrase_prefix_boolean_and_accents(store: Store) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+import sqlite3
+
 import pytest
 
 from desktop import search
@@ -132,3 +135,51 @@ def test_respelling_is_bounded(store: Store) -> None:
     store.save_document(make_document([("1", "Straße7 und strasse99")]))
     assert labels(search.search(store, "strasse7 strasse99")) == ["1"]
     assert labels(search.search(store, words[:900])) == []
+
+
+def test_a_query_fts5_rejects_is_read_as_plain_words_then_respelled(german: Store) -> None:
+    # Respelled, it would read (the wordless phrase after the bad column filter is left
+    # out), but as written FTS5 rejects it: plain words, as without respelling.
+    result = search.search(german, "strasse : § Straße")
+    assert result.read_as == '"strasse" "Straße"' and labels(result) == ["2", "3", "7"]
+
+
+def test_respelling_keeps_every_query_fts5_reads_and_its_hits() -> None:
+    """Random mixes of FTS5's syntax: each query FTS5 reads still reads respelled, and
+    (without NOT, which may now exclude more) finds at least what it found."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE pages (text TEXT)")
+    conn.execute(
+        "CREATE VIRTUAL TABLE pages_fts USING fts5(text, content = 'pages',"
+        " content_rowid = 'rowid', tokenize = 'unicode61 remove_diacritics 2')"
+    )
+    texts = [*GERMAN.values(), "the lease is near the Strasse", "§ 4.2 O'Brien lease x"]
+    conn.executemany("INSERT INTO pages (text) VALUES (?)", [(t,) for t in texts])
+    conn.execute("INSERT INTO pages_fts (pages_fts) VALUES ('rebuild')")
+    attested = search._attester(conn, "page")
+    atoms = [
+        "AND", "OR", "NOT", "NEAR", "(", ")", '"', "*", "^", "+", ":", "{", "}", ",", "-",
+        "§", "lease", "strasse", "ueber", "über", "Straße", "text", "5", "x", "muenchener*",
+        '""', '"die strasse"', '"4.2"', "groess*", "NEAR(lease strasse)", "text:", "{text}:",
+    ]  # fmt: skip
+    rng = random.Random(18)
+
+    def rows(query: str) -> set[int] | None:
+        try:
+            found = conn.execute("SELECT rowid FROM pages_fts WHERE pages_fts MATCH ?", [query])
+            return {r[0] for r in found}
+        except sqlite3.OperationalError:
+            return None
+
+    readable = 0
+    for _ in range(3_000):
+        parts = [rng.choice(atoms) for _ in range(rng.randint(1, 7))]
+        query = rng.choice(["", " "]).join(parts)
+        before = rows(query)
+        if before is None:
+            continue
+        readable += 1
+        after = rows(search.respelled(query, attested))
+        assert after is not None, query
+        assert "NOT" in query or "-" in query or before <= after, query
+    assert readable > 300
