@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import unicodedata
 
 import pytest
 
@@ -135,6 +136,12 @@ def test_respelling_is_bounded(store: Store) -> None:
     store.save_document(make_document([("1", "Straße7 und strasse99")]))
     assert labels(search.search(store, "strasse7 strasse99")) == ["1"]
     assert labels(search.search(store, words[:900])) == []
+    # 500 different words (one letter each: 999 characters), 495 nested parentheses: FTS5
+    # reads them or they are plain words, never an error.
+    letters = [chr(c) for c in range(0x100, 0x2000) if unicodedata.category(chr(c)) == "Ll"]
+    assert search.search(store, " ".join(letters[:500])).hits == []
+    deep = search.search(store, "(" * 495 + "strasse7" + ")" * 495)
+    assert deep.read_as == '"strasse7"' and labels(deep) == ["1"]
 
 
 def test_a_query_fts5_rejects_is_read_as_plain_words_then_respelled(german: Store) -> None:
