@@ -38,7 +38,6 @@ SCOPES = ("all", "documents", "answers")
 Scope = Literal["all", "documents", "answers"]
 
 _WORD = re.compile(r"\w+")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 # FTS5's words for a query it cannot read (not a damaged or locked database).
 _QUERY_ERRORS = ("fts5:", "no such column", "unterminated string", "unknown special query")
 
@@ -93,7 +92,7 @@ def check_query(query: str) -> str:
             f"the search query is {len(text):,} characters long; search takes at most"
             f" {MAX_QUERY_CHARS:,}: give the words that matter"
         )
-    if _SURROGATE.search(text):
+    if not _encodes(text):
         # What Python makes of bytes in argv that are not UTF-8 (``$'\xff'``): SQLite
         # cannot take them, and they are no word anyone could have typed.
         raise QueryError(
@@ -106,6 +105,14 @@ def check_query(query: str) -> str:
             ' a phrase to look for, e.g. "indemnification cap" or indemn*'
         )
     return text
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def plain_words(query: str) -> str:
@@ -263,7 +270,9 @@ MAX_CHECKS = 16  # umlaut spellings looked up in the library, a query and index
 CHECK_ROWS = 200  # rows holding the folded form that are read for the umlaut spelling
 CHECK_SHARE = 20  # of which one in this many must hold it
 
-_BAREWORD = re.compile(r"[A-Za-z0-9_\x1a\x80-\U0010ffff]+")
+# FTS5's bareword characters: any but ASCII other than letters, digits, _ and \x1a (the
+# class written as the ASCII it excludes: a class up to U+10FFFF takes ~2 ms to compile).
+_BAREWORD = re.compile(r"[^\x00-\x19\x1b-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f]+")
 _FTS_PUNCT = "(){}:*+^,-"
 _OPERATORS = ("AND", "OR", "NOT")
 _TERM_WORD = re.compile(r"[^\W_]+")  # a word as unicode61 cuts one (near enough)
@@ -275,22 +284,30 @@ Attested = Callable[[str, bool], bool]  # (umlaut spelling, a prefix?) -> the li
 _Piece = str | int  # literal query text, or the index of a word's slot
 
 
-@dataclass(frozen=True)
+# Plain classes, not dataclasses: every `longdoc search` process imports this module, and
+# a dataclass costs ~0.5 ms to define.
 class _Item:
     """A piece of a respelled query: an operator or parenthesis, or a phrase or NEAR group
     (with the column filter before it)."""
 
-    text: str
-    phrase: bool = False
-    empty: bool = False  # without words ("§", ""): an implicit AND leaves it out, AND not
-    respelled: bool = False  # an OR group of its spellings
+    __slots__ = ("empty", "phrase", "respelled", "text")
+
+    def __init__(
+        self, text: str, phrase: bool = False, empty: bool = False, respelled: bool = False
+    ) -> None:
+        self.text = text
+        self.phrase = phrase
+        self.empty = empty  # without words ("§", ""): an implicit AND leaves it out, AND not
+        self.respelled = respelled  # an OR group of its spellings
 
 
-@dataclass(frozen=True)
 class _Token:
-    kind: Literal["word", "quoted", "punct"]
-    raw: str  # as written in the query
-    value: str  # the text of a word or a quoted string
+    __slots__ = ("kind", "raw", "value")
+
+    def __init__(self, kind: Literal["word", "quoted", "punct"], raw: str, value: str) -> None:
+        self.kind = kind
+        self.raw = raw  # as written in the query
+        self.value = value  # the text of a word or a quoted string
 
 
 def _lex(query: str) -> list[_Token] | None:
