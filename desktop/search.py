@@ -193,7 +193,9 @@ def _readable(conn: sqlite3.Connection, kind: str, query: str) -> bool:
     millisecond)."""
     index = "pages_fts" if kind == "page" else "answers_fts"
     try:
-        conn.execute(f"SELECT 1 FROM {index} WHERE {index} MATCH ? AND rowid = 0", [query])
+        conn.execute(
+            f"SELECT 1 FROM {index} WHERE {index} MATCH ? AND rowid = 0", [query]
+        ).fetchall()
     except sqlite3.OperationalError as exc:
         if not str(exc).startswith(_QUERY_ERRORS):
             raise
