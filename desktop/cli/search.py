@@ -80,6 +80,12 @@ def cmd_search(args: argparse.Namespace) -> int:
         if args.document is not None:
             from desktop.library import find_document  # (reads files: ~12 ms to import)
 
+            if args.document.is_dir():
+                raise UsageError(
+                    f"{display_path(args.document)}: is a folder; --document takes one"
+                    " document (search without it to search the whole library)"
+                )
+
             found = find_document(args.document, store)
             if found is None:
                 raise NotInLibrary(args.document)

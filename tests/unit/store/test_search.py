@@ -47,8 +47,8 @@ def check_indexes(store: Store) -> None:
         store.conn.execute(f"INSERT INTO {index} ({index}) VALUES ('integrity-check')")
 
 
-def labels(result: search.SearchResult) -> list[str | None]:
-    return [h.label for h in result.hits if h.kind == "page"]
+def labels(result: search.SearchResult) -> list[str]:
+    return [str(h.label) for h in result.hits if h.kind == "page"]
 
 
 def test_phrase_prefix_boolean_and_accents(store: Store) -> None:
@@ -70,7 +70,7 @@ def test_phrase_prefix_boolean_and_accents(store: Store) -> None:
     assert labels(search.search(store, "NEAR(cap apply, 3)")) == ["2"]
     # Case and accents do not matter, either way round.
     assert labels(search.search(store, "PREAVIS resiliation")) == ["3"]
-    assert labels(search.search(store, "kundigungsfrist mueller")) == []  # ü is u, not ue
+    assert labels(search.search(store, "kundigungsfrist mueller")) == ["4"]  # ue is ü too
     assert labels(search.search(store, "kundigungsfrist muller")) == ["4"]
     assert labels(search.search(store, "clausula rescision espana")) == ["5"]
     hit = search.search(store, '"indemnification cap"').hits[0]
@@ -244,7 +244,9 @@ def test_odd_queries_give_hits_or_a_clean_empty_result(store: Store, query: str)
         assert labels(result) == ["1"] and result.read_as is not None
 
 
-@pytest.mark.parametrize("query", ['"', "*", "", "   ", '"" * ()', "x" * 10_000])
+@pytest.mark.parametrize(
+    "query", ['"', "*", "", "   ", '"" * ()', "x" * 10_000, "lease\udcff", "\udcff"]
+)
 def test_queries_without_words_or_too_long_are_one_usage_error(store: Store, query: str) -> None:
     with pytest.raises(search.QueryError) as err:
         search.search(store, query)
@@ -403,3 +405,14 @@ def test_a_search_process_imports_only_what_it_needs(home: Path) -> None:
         "desktop.documents.ingest",
     ):  # fmt: skip
         assert heavy not in imported, f"{heavy} imported by `longdoc search`"
+
+
+def test_cli_bad_input_is_one_error_line(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc_file = home.parent / "lease.txt"
+    doc_file.write_text("The lease ends in May.\n")
+    assert run(capsys, "ingest", str(doc_file))[0] == 0
+    # A folder as --document; bytes in argv that are not UTF-8 ($'lease\\xff' in bash).
+    for argv in (["lease", "--document", str(home.parent)], ["lease\udcff"]):
+        code, out, err = run(capsys, "search", *argv)
+        assert (code, out) == (2, "") and err.startswith("Error: ") and err.count("\n") == 1
+        assert "Traceback" not in err and "sqlite" not in err.lower()
