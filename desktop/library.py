@@ -136,9 +136,7 @@ class _Saver:
         self.sent = 0  # how many of the first pending ones the writer has been handed
         self.waiting_chars = 0
         self.writer: DocumentWriter | None = None
-        if background:
-            with contextlib.suppress(WriterGone):
-                self.writer = DocumentWriter(store.path)
+        self.background = background  # the writer starts with the first document to write
 
     def holds(self, sha: str) -> bool:
         """True when a document with this hash is not yet written."""
@@ -146,6 +144,10 @@ class _Saver:
 
     def put(self, path: Path, doc: Document) -> list[Opened]:
         """Write ``doc``; what is known written by now, in order."""
+        if self.background:
+            self.background = False
+            with contextlib.suppress(WriterGone):
+                self.writer = DocumentWriter(self.store.path)
         if self.writer is None:
             self.store.save_document(doc)
             return [Opened(path, doc)]
