@@ -9,8 +9,8 @@ and waits for the extracting thread each time. A child process with its own conn
 the same database has no GIL to share: with a core to spare, the index costs next to no
 time (bench/bench_search.py).
 
-The child is a plain ``python -c`` (not ``multiprocessing``, which would run the caller's
-main module again in it), in a session of its own (Ctrl+C is the caller's to handle), its
+The child is a plain ``python -I -c`` (not ``multiprocessing``, whose spawn would run the
+caller's main module again in it), in a session of its own (Ctrl+C is the caller's to handle), its
 output discarded; the two talk over a pipe each way. It only ever receives extracted
 ``Document`` objects, never a file's bytes, so no reader runs in it. Whatever goes wrong
 with it (it cannot start, a write fails, it dies), the caller still holds every document it
@@ -32,8 +32,15 @@ if TYPE_CHECKING:
     from desktop.documents.model import Document
 
 STOP_WAIT_S = 30.0  # a document being written when the caller stops: let it finish
+# The child's whole program: this module's import path is the caller's (as multiprocessing
+# does it), then ``serve``. Isolated (-I): no PYTHON* variables, no user site.
 _CHILD = (
-    "import sys; from desktop.store.writer import serve; serve(int(sys.argv[1]), int(sys.argv[2]))"
+    "import sys\n"
+    "from multiprocessing.connection import Connection\n"
+    "receive = Connection(int(sys.argv[1]), writable=False)\n"
+    "sys.path[:] = receive.recv()\n"
+    "from desktop.store.writer import serve\n"
+    "serve(receive, Connection(int(sys.argv[2]), readable=False))\n"
 )
 
 
@@ -55,19 +62,13 @@ class DocumentWriter:
 
     def __init__(self, db_path: Path) -> None:
         to_child, from_child = os.pipe(), os.pipe()  # (read end, write end) each
-        package_root = str(Path(__file__).resolve().parents[2])  # the same code as ours
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (package_root, env.get("PYTHONPATH", "")) if p
-        )
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-c", _CHILD, str(to_child[0]), str(from_child[1])],
+                [sys.executable, "-I", "-c", _CHILD, str(to_child[0]), str(from_child[1])],
                 pass_fds=(to_child[0], from_child[1]),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-                env=env,
                 start_new_session=True,
             )
         except OSError as exc:
@@ -78,7 +79,12 @@ class DocumentWriter:
         os.close(from_child[1])
         self._send = Connection(to_child[1], readable=False)
         self._receive = Connection(from_child[0], writable=False)
-        self.send_value(str(db_path))
+        try:
+            self.send_value(list(sys.path))
+            self.send_value(str(db_path))
+        except WriterGone:
+            self.close()
+            raise
 
     def send_value(self, value: object) -> None:
         try:
@@ -123,12 +129,10 @@ class DocumentWriter:
         self._receive.close()
 
 
-def serve(receive_fd: int, send_fd: int) -> None:
+def serve(receive: Connection, send: Connection) -> None:
     """The child: open the store named first, save each document received and answer
     True, until None, the pipe's end or a failure (answered False)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    receive = Connection(receive_fd, writable=False)
-    send = Connection(send_fd, readable=False)
     store = None
     try:
         from desktop.store.db import Store
@@ -142,7 +146,7 @@ def serve(receive_fd: int, send_fd: int) -> None:
             send.send(True)
     except EOFError:  # the caller is gone
         return
-    except BaseException:
+    except BaseException:  # whatever it was, the caller writes the document itself
         with contextlib.suppress(OSError, ValueError):
             send.send(False)
     finally:

@@ -7,6 +7,8 @@ import contextlib
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -208,3 +210,37 @@ def test_stopping_early_leaves_no_writer_behind(tmp_path: Path) -> None:
         assert set(order[: len(stored)]) == stored
     finally:
         store.close()
+
+
+def test_a_script_without_a_main_guard_is_not_run_again(tmp_path: Path) -> None:
+    """The writing process starts no copy of the caller's main module (multiprocessing's
+    spawn would: this script would run twice, the second time failing)."""
+    paths = _files(tmp_path, 4)
+    script = tmp_path / "ingest_script.py"
+    script.write_text(
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from desktop import library\n"
+        "from desktop.library import open_documents\n"
+        "def fell_back(self):\n"  # the writer must do the writing here
+        "    raise SystemExit('the writing process failed')\n"
+        "library._Saver._write_here = fell_back\n"
+        "from desktop.store.db import Store\n"
+        "print('started', flush=True)\n"
+        f"store = Store(Path({str(tmp_path / 'longdoc.db')!r}))\n"
+        f"for result in open_documents([Path(p) for p in {[str(p) for p in paths]!r}], store):\n"
+        "    print(result.path.name, flush=True)\n"
+        "store.close()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["started", *[p.name for p in paths]]
+    assert done.stderr == ""
+    assert _stored_count(tmp_path) == 4
