@@ -9,7 +9,7 @@ and waits for the extracting thread each time. A child process with its own conn
 the same database has no GIL to share: with a core to spare, the index costs next to no
 time (bench/bench_search.py).
 
-The child is a plain ``python -I -c`` (not ``multiprocessing``, whose spawn would run the
+The child is a plain ``python -c`` (not ``multiprocessing``, whose spawn would run the
 caller's main module again in it), in a session of its own (Ctrl+C is the caller's to handle), its
 output discarded; the two talk over a pipe each way. It only ever receives extracted
 ``Document`` objects, never a file's bytes, so no reader runs in it. Whatever goes wrong
@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from desktop.documents.model import Document
 
 STOP_WAIT_S = 30.0  # a document being written when the caller stops: let it finish
-# The child's whole program: this module's import path is the caller's (as multiprocessing
-# does it), then ``serve``. Isolated (-I): no PYTHON* variables, no user site.
+# The child's whole program: its import path is the caller's (as multiprocessing does it),
+# then ``serve``. Its environment is the caller's too (PYTHONHOME, PYTHONDONTWRITEBYTECODE).
 _CHILD = (
     "import sys\n"
     "from multiprocessing.connection import Connection\n"
@@ -64,7 +64,7 @@ class DocumentWriter:
         to_child, from_child = os.pipe(), os.pipe()  # (read end, write end) each
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-I", "-c", _CHILD, str(to_child[0]), str(from_child[1])],
+                [sys.executable, "-c", _CHILD, str(to_child[0]), str(from_child[1])],
                 pass_fds=(to_child[0], from_child[1]),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
