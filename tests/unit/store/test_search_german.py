@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import subprocess
+import sys
 import unicodedata
+from pathlib import Path
 
 import pytest
 
-from desktop import search
+from desktop import search, spellings
 from desktop.store.db import AnswerKey, Store
 from tests.conftest import make_document
 
@@ -121,17 +124,17 @@ def always(spelling: str, prefix: bool) -> bool:
     ["indemn* AND NOT cap", '"indemnification cap"', "NEAR(cap apply, 3)", "text: x", "a:b"],
 )
 def test_queries_without_german_spellings_go_to_fts5_as_written(query: str) -> None:
-    assert search.respelled(query, always) == query
+    assert spellings.respelled(query, always) == query
 
 
 def test_respelling_is_bounded(store: Store) -> None:
     # Ten words of three spellings each: 3 ** 10 phrases unbounded.
     phrase = '"' + " ".join(["groesse"] * 10) + '"'
-    assert search.respelled(phrase, always).count(" OR ") == search.MAX_PHRASE_SPELLINGS - 1
+    assert spellings.respelled(phrase, always).count(" OR ") == spellings.MAX_PHRASE_SPELLINGS - 1
     words = " ".join(f"strasse{n}" for n in range(100))
-    alternates = search.respelled(words, never).count("straße")
-    assert alternates == search.MAX_QUERY_SPELLINGS
-    assert len(search._word_spellings("aeoeuess", False, always)) <= search.MAX_WORD_SPELLINGS
+    alternates = spellings.respelled(words, never).count("straße")
+    assert alternates == spellings.MAX_QUERY_SPELLINGS
+    assert len(spellings._word_spellings("aeoeuess", False, always)) <= spellings.MAX_WORD_SPELLINGS
     # Still a query SQLite runs, and finds.
     store.save_document(make_document([("1", "Straße7 und strasse99")]))
     assert labels(search.search(store, "strasse7 strasse99")) == ["1"]
@@ -163,7 +166,7 @@ def test_respelling_keeps_every_query_fts5_reads_and_its_hits() -> None:
     texts = [*GERMAN.values(), "the lease is near the Strasse", "§ 4.2 O'Brien lease x"]
     conn.executemany("INSERT INTO pages (text) VALUES (?)", [(t,) for t in texts])
     conn.execute("INSERT INTO pages_fts (pages_fts) VALUES ('rebuild')")
-    attested = search._attester(conn, "page")
+    attested = spellings.attester(conn, "page")
     atoms = [
         "AND", "OR", "NOT", "NEAR", "(", ")", '"', "*", "^", "+", ":", "{", "}", ",", "-",
         "§", "lease", "strasse", "ueber", "über", "Straße", "text", "5", "x", "muenchener*",
@@ -186,7 +189,36 @@ def test_respelling_keeps_every_query_fts5_reads_and_its_hits() -> None:
         if before is None:
             continue
         readable += 1
-        after = rows(search.respelled(query, attested))
+        after = rows(spellings.respelled(query, attested))
         assert after is not None, query
         assert "NOT" in query or "-" in query or before <= after, query
     assert readable > 300
+
+
+def test_a_query_with_nothing_to_respell_does_not_load_the_spellings(tmp_path: Path) -> None:
+    """``longdoc search indemnification`` compiles none of desktop.spellings (where bytecode
+    is not cached, ~4 ms of every search process); a German word does."""
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from desktop import search\n"
+        "from desktop.store.db import Store\n"
+        "store = Store(Path(sys.argv[2]) / 'longdoc.db')\n"
+        "search.search(store, sys.argv[1])\n"
+        "print('desktop.spellings' in sys.modules)\n"
+    )
+    loaded = {
+        query: subprocess.run(
+            [sys.executable, "-c", code, query, str(tmp_path)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        for query in ("indemnification cap", '"liquidated damages" OR tiw*', "Strasse", "über")
+    }
+    assert loaded == {
+        "indemnification cap": "False",
+        '"liquidated damages" OR tiw*': "False",
+        "Strasse": "True",
+        "über": "True",
+    }
