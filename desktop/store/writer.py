@@ -80,21 +80,21 @@ class DocumentWriter:
         self._send = Connection(to_child[1], readable=False)
         self._receive = Connection(from_child[0], writable=False)
         try:
-            self.send_value(list(sys.path))
-            self.send_value(str(db_path))
+            self._put(list(sys.path))
+            self._put(str(db_path))
         except WriterGone:
             self.close()
             raise
 
-    def send_value(self, value: object) -> None:
+    def _put(self, value: object) -> None:
         try:
             self._send.send(value)
-        except (OSError, ValueError) as exc:
-            raise WriterGone(f"the writing process stopped ({exc})") from exc
+        except Exception as exc:  # a broken pipe, or a value pickle cannot take (too deep)
+            raise WriterGone(f"the writing process did not take it ({exc})") from exc
 
     def send(self, doc: Document) -> None:
         """Queue ``doc`` to be written (blocks while the child is busy with an earlier one)."""
-        self.send_value(doc)
+        self._put(doc)
 
     def ready(self) -> bool:
         """True when a confirmation (or the child's end) is waiting: ``confirm`` won't block."""
@@ -107,7 +107,7 @@ class DocumentWriter:
         """Wait until the oldest document sent is committed."""
         try:
             written = self._receive.recv()
-        except (EOFError, OSError, ValueError) as exc:
+        except Exception as exc:  # its end of the pipe closed, or garbage on it
             raise WriterGone("the writing process stopped") from exc
         if written is not True:
             raise WriterGone("the writing process could not write a document")
