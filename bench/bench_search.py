@@ -116,6 +116,15 @@ def drop_index(conn: sqlite3.Connection, forget: bool = True) -> None:
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm005_search_index'")
 
 
+def fresh_store(home: Path, indexed: bool, forget: bool = True) -> Store:
+    """A new store in ``home``; without ``indexed``, its index dropped (see drop_index)."""
+    home.mkdir(mode=0o700)
+    store = Store(home / "longdoc.db")
+    if not indexed:
+        drop_index(store.conn, forget)
+    return store
+
+
 def ingest(paths: list[Path], store: Store) -> tuple[float, float, float]:
     """One file at a time (``open_document``, as the app adds a file): wall time, the part
     spent in save_document, and the CPU time of it all (steadier than wall time on a loaded
@@ -176,11 +185,7 @@ def folder_rounds(paths: list[Path], work: Path, rounds: int) -> str:
     times: dict[str, list[tuple[float, float]]] = {"with": [], "without": []}
     for n in range(rounds):
         for name in ("without", "with"):
-            home = work / f"folder-{name}-{n}"
-            home.mkdir(mode=0o700)
-            store = Store(home / "longdoc.db")
-            if name == "without":
-                drop_index(store.conn, forget=False)
+            store = fresh_store(work / f"folder-{name}-{n}", name == "with", forget=False)
             busy, total, own = *_cpu_seconds(), _own_cpu_seconds()
             seconds = ingest_folder(paths, store)
             busy2, total2 = _cpu_seconds()
@@ -220,11 +225,7 @@ def pdf_ingest(work: Path, rounds: int = 3) -> tuple[float, float, int]:
     readable: list[Path] = []
     for n in range(rounds):
         for name in ("without", "with"):
-            folder = work / f"pdf-{name}-{n}"
-            folder.mkdir(mode=0o700)
-            store = Store(folder / "longdoc.db")
-            if name == "without":
-                drop_index(store.conn)
+            store = fresh_store(work / f"pdf-{name}-{n}", name == "with")
             for path in pdfs if n == 0 and name == "without" else readable:
                 started = time.perf_counter()
                 try:
