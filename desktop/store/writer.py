@@ -22,13 +22,13 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import sys
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
     from desktop.documents.model import Document
 
 STOP_WAIT_S = 30.0  # a document being written when the caller stops: let it finish
@@ -61,6 +61,11 @@ class DocumentWriter:
     """
 
     def __init__(self, db_path: Path) -> None:
+        # Here, not at the top: ~20 ms of imports that `longdoc ingest` of a stored file,
+        # or `search --document`, should not pay.
+        import subprocess
+        from multiprocessing.connection import Connection
+
         to_child, from_child = os.pipe(), os.pipe()  # (read end, write end) each
         try:
             self._process = subprocess.Popen(
@@ -118,12 +123,14 @@ class DocumentWriter:
 
     def close(self) -> None:
         """Let the child finish what it was sent, then make sure it has exited."""
+        from subprocess import TimeoutExpired
+
         with contextlib.suppress(OSError, ValueError):
             self._send.send(None)
         self._send.close()
         try:
             self._process.wait(STOP_WAIT_S)
-        except subprocess.TimeoutExpired:
+        except TimeoutExpired:
             self._process.kill()  # our own child, by its handle: safe to stop
             self._process.wait()
         self._receive.close()
