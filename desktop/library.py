@@ -22,7 +22,7 @@ from desktop.documents.ingest import (
     storable_path,
 )
 from desktop.documents.model import Document
-from desktop.errors import DocumentError
+from desktop.errors import DocumentError, StorageError
 from desktop.store import writer as background_writer
 from desktop.store.db import DocumentSummary, Store
 from desktop.store.writer import DocumentWriter, WriterGone
@@ -135,6 +135,7 @@ class _Saver:
         self.pending: deque[tuple[Path, Document]] = deque()  # not yet confirmed, in order
         self.sent = 0  # how many of the first pending ones the writer has been handed
         self.waiting_chars = 0
+        self.failure: StorageError | None = None  # raised after what was written
         self.writer: DocumentWriter | None = None
         self.background = background  # the writer starts with the first document to write
 
@@ -142,23 +143,24 @@ class _Saver:
         """True when a document with this hash is not yet written."""
         return any(doc.sha256 == sha for _, doc in self.pending)
 
-    def put(self, path: Path, doc: Document) -> list[Opened]:
-        """Write ``doc``; what is known written by now, in order."""
+    def put(self, path: Path, doc: Document) -> Iterator[Opened]:
+        """Write ``doc``; each document known written by now, in order."""
         if self.background:
             self.background = False
             with contextlib.suppress(WriterGone):
                 self.writer = DocumentWriter(self.store.path)
         if self.writer is None:
             self.store.save_document(doc)
-            return [Opened(path, doc)]
+            yield Opened(path, doc)
+            return
         self.pending.append((path, doc))
         self.waiting_chars += doc.chars
         done: list[Opened] = []
         try:
             self._pump(done, block=self.waiting_chars > WRITER_BACKLOG_CHARS)
         except WriterGone:
-            return done + self._write_here()
-        return done
+            done += self._write_here()
+        yield from self._report(done)
 
     def drain(self) -> Iterator[Opened]:
         """Each document not yet written, as soon as it is."""
@@ -168,7 +170,14 @@ class _Saver:
                 self._pump(done, block=True)
             except WriterGone:
                 done += self._write_here()
-            yield from done
+            yield from self._report(done)
+
+    def _report(self, done: list[Opened]) -> Iterator[Opened]:
+        """What is written, then the failure that stopped the writing, if one did."""
+        yield from done
+        if self.failure is not None:
+            failure, self.failure = self.failure, None
+            raise failure
 
     def _pump(self, done: list[Opened], block: bool) -> None:
         """Hand the writer what it has room for and collect what it has written: at least
@@ -189,13 +198,19 @@ class _Saver:
 
     def _write_here(self) -> list[Opened]:
         """The writer is gone: write what it did not confirm (it may have committed some:
-        saving again replaces them whole) on this connection, and all later ones."""
+        saving again replaces them whole) on this connection, up to a failure, which is
+        raised once what was written is reported."""
         self.close()
         done = []
-        while self.pending:
-            path, doc = self.pending.popleft()
-            self.store.save_document(doc)
-            done.append(Opened(path, doc))
+        try:
+            while self.pending:
+                path, doc = self.pending[0]
+                self.store.save_document(doc)
+                self.pending.popleft()
+                done.append(Opened(path, doc))
+        except StorageError as exc:
+            self.failure = exc
+            self.pending.clear()
         self.sent = self.waiting_chars = 0
         return done
 

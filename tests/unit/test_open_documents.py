@@ -9,6 +9,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -244,3 +245,61 @@ def test_a_script_without_a_main_guard_is_not_run_again(tmp_path: Path) -> None:
     assert done.stdout.split() == ["started", *[p.name for p in paths]]
     assert done.stderr == ""
     assert _stored_count(tmp_path) == 4
+
+
+def test_what_the_writer_wrote_before_a_failure_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer commits two documents and fails on the third, with both confirmations
+    still unread; writing the third here fails too (the disk is full): the two are
+    reported, then the error, and nothing reported is missing or extra."""
+    paths = _files(tmp_path, 5)
+    db = tmp_path / "longdoc.db"
+
+    class Failing:
+        """A writer that commits on its own connection, as the child does."""
+
+        def __init__(self, path: Path) -> None:
+            self.own = Store(path)
+            self.sent: list[Document] = []
+            self.answers: list[bool] = []
+
+        def send(self, doc: Document) -> None:
+            self.sent.append(doc)
+            if len(self.sent) <= 2:
+                self.own.save_document(doc)
+                self.answers.append(True)
+            else:
+                self.answers.append(False)
+
+        def ready(self) -> bool:
+            return len(self.sent) >= 3  # nothing to read until the third is sent
+
+        def confirm(self) -> None:
+            if not self.answers.pop(0):
+                raise WriterGone("the writing process could not write a document")
+
+        def close(self) -> None:
+            self.own.close()
+
+    monkeypatch.setattr(library, "DocumentWriter", Failing)
+    monkeypatch.setattr(library, "WRITER_AHEAD", 3)
+    store = Store(db)
+
+    def full(doc: Document) -> None:
+        raise StorageError(f"{db}: the disk is full; free some space")
+
+    monkeypatch.setattr(store, "save_document", full)
+    got: list[Opened | DocumentError] = []
+    try:
+        with pytest.raises(StorageError, match="disk is full"):
+            _collect(open_documents(paths, store), got)
+        assert [r.path for r in got if isinstance(r, Opened)] == paths[:2]
+        assert _stored_count(tmp_path) == 2
+    finally:
+        store.close()
+
+
+def _collect(results: Iterator[Opened | DocumentError], into: list[Opened | DocumentError]) -> None:
+    """Each result appended to ``into`` as it comes (kept when the iteration raises)."""
+    into.extend(results)
