@@ -44,11 +44,12 @@ from PySide6.QtWidgets import (
 
 from desktop.answering.budget import ContextLimits, document_budget, explain_limit
 from desktop.documents.model import Document
-from desktop.errors import DocumentError, plural
-from desktop.library import LibraryChanges, expand_paths, open_document
+from desktop.errors import plural
+from desktop.library import LibraryChanges, expand_paths
 from desktop.session import DocumentSummary, Store
 from desktop.ui import messages, tasks
 from desktop.ui.library_follow import LibraryFollower
+from desktop.ui.library_ingest import IngestQueue
 from desktop.ui.search_results import SearchResults
 from desktop.ui.session import image_only, unanswerable_reason
 
@@ -398,11 +399,7 @@ class LibraryPanel(QWidget):
     def __init__(self, store: Store, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.store = store
-        self._queue: list[Path] = []
-        self._current: Path | None = None
-        self._done = 0
-        self._total = 0
-        self._open_after: Path | None = None
+        self._open_after: Path | None = None  # the last file added: opened once read
 
         self.model = LibraryModel(self)
         style = self.style()
@@ -487,6 +484,10 @@ class LibraryPanel(QWidget):
         self.remove_button.clicked.connect(self.remove_selected)
         self.progress_label = QLabel()
         self.progress_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.ingest = IngestQueue(store, self.progress_label, self)
+        self.ingest.status_changed.connect(self._on_ingest_status_changed)
+        self.ingest.document_read.connect(self._on_ingest_document_read)
+        self.ingest.finished.connect(self.ingest_finished)
 
         self.set_ask_button = QPushButton()
         self.set_ask_button.setObjectName("askAboutTheseButton")
@@ -699,7 +700,7 @@ class LibraryPanel(QWidget):
     @property
     def ingesting(self) -> bool:
         """Files are being read."""
-        return self._current is not None or bool(self._queue)
+        return self.ingest.busy
 
     def add_paths(self, paths: list[Path]) -> None:
         """Read files (and the documents inside folders) in the background."""
@@ -716,59 +717,16 @@ class LibraryPanel(QWidget):
         if not files:
             messages.warning("No PDF, Word, transcript, text or Markdown files there.")
             return
-        for path in files:
-            self._queue.append(path)
-            self._status_row(path, "queued", "waiting", str(path))
-        self._total += len(files)
         self._open_after = files[-1]
-        self._next()
+        self.ingest.enqueue(files)
 
-    def _next(self) -> None:
-        if self._current is not None:
-            return
-        if not self._queue:
-            self.progress_label.clear()
-            self._done = self._total = 0
-            self.ingest_finished.emit()
-            return
-        path = self._queue.pop(0)
-        self._current = path
-        self._status_row(path, "reading", "reading…", str(path))
-        self.progress_label.setText(f"Reading {self._done + 1} of {self._total}: {path.name}")
-        store = self.store
-        tasks.run_call(
-            lambda: open_document(path, store),
-            receiver=self,
-            success=lambda result: self._on_ingested(path, result),
-            failure=lambda exc: self._on_ingest_failed(path, exc),
-            name="ingest",
-        )
+    def _on_ingest_status_changed(self, path: Path, state: str, text: str, tip: str) -> None:
+        self._status_row(path, state, text, tip)
 
-    def _on_ingested(self, path: Path, result: tuple[Document, bool]) -> None:
-        doc, reused = result
-        self._finish_one(path)
+    def _on_ingest_document_read(self, path: Path, doc: Document, reused: bool) -> None:
         self.model.remove_status(str(path))
         # One row in, not the whole list again (that cost seconds at 2,000 documents).
         self.model.put_document(summary_of(doc))
         self._update_empty()
-        if doc.warnings:
-            messages.warning(f"{path.name}: {'; '.join(doc.warnings)}")
-        elif not reused:
-            messages.info(
-                f"Read {path.name}: {plural(len(doc.pages), 'page')}, "
-                f"{plural(doc.tokens, 'token')}."
-            )
         if path == self._open_after:
             self.document_opened.emit(doc)
-        self._next()
-
-    def _on_ingest_failed(self, path: Path, exc: BaseException) -> None:
-        self._finish_one(path)
-        reason = exc.reason if isinstance(exc, DocumentError) else messages.describe(exc)
-        self._status_row(path, "failed", f"failed: {reason}", messages.describe(exc))
-        messages.error(exc)
-        self._next()
-
-    def _finish_one(self, path: Path) -> None:
-        self._current = None
-        self._done += 1
