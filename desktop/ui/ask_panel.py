@@ -175,7 +175,7 @@ class AskPanel(QWidget):
         self.cancel_warm_up()  # superseded by the document opened now
         self.document = doc
         self.quote_checks.reset()
-        self.threads.set(None)
+        self.threads.clear()  # no earlier turns of the document shown before
         self.answer_view.set_pages(doc.pages if doc is not None else [])
         self.questions.reset(doc)
         self.answer_view.reset()
