@@ -15,7 +15,7 @@ from desktop.store.db import Store, StoredAnswer
 from desktop.ui import tasks
 from desktop.ui.main_window import MainWindow
 from tests.conftest import API_KEY
-from tests.gui.conftest import FOUR_PAGES, ask, open_document, wait_ready
+from tests.gui.conftest import FOUR_PAGES, activate, ask, open_document, wait_ready
 from tests.support.sglang_server import FakeSGLang
 
 
@@ -92,7 +92,8 @@ def test_follow_up_shows_the_conversation_and_new_thread_starts_afresh(
     assert fresh is not None and [t.id for t in fresh.turns] == [third.id]
     assert not panel.thread_view.isVisible()
 
-    # The shortcut does the same.
+    # The shortcut does the same (a window shortcut: the window must be the active one).
+    activate(window, qtbot)
     panel.question_edit.setFocus()
     qtbot.keyClick(panel.question_edit, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
     qtbot.waitUntil(lambda: panel.current_thread is None)
