@@ -160,3 +160,6 @@ def test_the_window_factory_builds_the_tokenizer_before_the_window_shows(
         assert built_on == [True]
     finally:
         window.close()
+        # Deleted now, on the UI thread: left to Python's garbage collector, a window is
+        # destroyed during whatever test runs then (a segfault, seen once).
+        shiboken6.delete(window)
