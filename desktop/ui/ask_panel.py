@@ -175,7 +175,9 @@ class AskPanel(QWidget):
         self.cancel_warm_up()  # superseded by the document opened now
         self.document = doc
         self.quote_checks.reset()
-        self.threads.clear()  # no earlier turns of the document shown before
+        self.threads.set(None)
+        if self.thread_view.turns:  # the earlier turns of the document shown before go
+            self.conversation.show_turns([])
         self.answer_view.set_pages(doc.pages if doc is not None else [])
         self.questions.reset(doc)
         self.answer_view.reset()
