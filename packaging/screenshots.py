@@ -38,6 +38,7 @@ from desktop.config import Settings, db_path, save_settings  # noqa: E402
 from desktop.documents import tokens  # noqa: E402
 from desktop.store.db import Store  # noqa: E402
 from desktop.ui.app import application, create_window  # noqa: E402
+from desktop.ui.compare_window import CompareWindow  # noqa: E402
 from desktop.ui.main_window import MainWindow  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "pdf-samples"
@@ -90,13 +91,34 @@ It is a lecture script, not a textbook; exercises with solutions are in the appe
 """
 
 
-def spin(until: Callable[[], bool], timeout: float = 30.0) -> None:
-    """Run the event loop until ``until()`` or the timeout."""
+def spin(until: Callable[[], bool], timeout: float = 30.0) -> bool:
+    """Run the event loop until ``until()`` or the timeout; whether ``until()`` came true."""
     app = application()
     deadline = time.monotonic() + timeout
     while not until() and time.monotonic() < deadline:
         app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
     app.processEvents()
+    return until()
+
+
+def wait_for(until: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """``spin`` for a state the next steps need: stop with ``what`` if it never comes."""
+    if not spin(until, timeout):
+        raise SystemExit(f"screenshots: {what} did not happen within {timeout:.0f} s")
+
+
+def expect(until: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """``spin`` for the state a screenshot is meant to show: said on stderr if it never
+    comes (the screenshot is still taken, but shows something else)."""
+    if not spin(until, timeout):
+        late = f"screenshots: warning: {what} did not happen within {timeout:.0f} s"
+        print(late, file=sys.stderr)
+
+
+def compare_window(window: MainWindow) -> CompareWindow | None:
+    """The Compare window the main window keeps, once it is open."""
+    found = [w for w in window.several.windows if isinstance(w, CompareWindow)]
+    return found[0] if found else None
 
 
 def shoot(widget: QWidget, out: Path, name: str) -> None:
@@ -235,7 +257,11 @@ def main() -> int:
         panel.pages_edit.setText("3-100")
         panel.question_edit.setPlainText("Which theorems about compactness are proved?")
         panel.ask()
-        spin(lambda: view.prefill_bar.isVisible() and view.prefill_bar.value() > 150, 60)
+        expect(
+            lambda: view.prefill_bar.isVisible() and view.prefill_bar.value() > 150,
+            "05-prefill: the prefill bar past 150",
+            60,
+        )
         shoot(window, out, "05-prefill")
         spin(lambda: not panel.busy, 90)
 
@@ -269,15 +295,19 @@ def main() -> int:
         spin(lambda: set_window.quotes_label.text() != "", 60)
         shoot(set_window, out, "12-ask-about-these-documents")
         set_window.close()
+        # Closed, it is deleted (and forgotten) only at a later turn of the event loop:
+        # waiting for "one window" would have found it still listed, not the Compare one.
+        wait_for(lambda: set_window not in window.several.windows, "the set window closing")
         folder = Path(tempfile.mkdtemp())
         draft, signed = folder / "draft.txt", folder / "signed.txt"
         draft.write_text("\n".join(DRAFT) + "\n", encoding="utf-8")
         signed.write_text("\n".join(SIGNED) + "\n", encoding="utf-8")
         server.behave(answer_text=COMPARE_ANSWER)
         window.several.compare_paths(draft, signed)
-        spin(lambda: len(window.several.windows) == 1)
-        compare = window.several.windows[0]
-        spin(lambda: compare.quotes_label.text() != "", 60)
+        wait_for(lambda: compare_window(window) is not None, "the Compare window opening")
+        compare = compare_window(window)
+        assert compare is not None
+        wait_for(lambda: compare.quotes_label.text() != "", "the comparison explained", 60)
         compare.change_list.setCurrentRow(0)
         spin(lambda: False, 0.5)
         shoot(compare, out, "13-compare")
@@ -299,10 +329,16 @@ def main() -> int:
     with test_server(40_000) as small:
         window = window_for(Settings(endpoint=small.url, api_key=KEY, answer_reserve=4_096), store)
         spin(lambda: window.indicator.state == "ready")
-        window.library.select(store.list_documents()[0].sha256)
+        # The book (the most recently opened document is a version the Compare step read).
+        book = next(d for d in store.list_documents() if Path(d.path).name == GEOTOPO.name)
+        window.library.select(book.sha256)
+        wait_for(
+            lambda: window.document is not None and window.document.sha256 == book.sha256,
+            "the book opening",
+        )
         spin(lambda: window.ask_panel.budget_bar.view is not None, 30)
         window.ask_panel.question_edit.setPlainText("Summarise the whole book.")
-        spin(lambda: window.ask_panel.budget_bar.over_budget, 10)
+        expect(lambda: window.ask_panel.budget_bar.over_budget, "07-over-budget: over budget", 10)
         spin(lambda: False, 0.5)
         shoot(window, out, "07-over-budget")
         window.close()

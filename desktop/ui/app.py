@@ -66,6 +66,10 @@ def app_icon() -> QIcon:
 
 def create_window(settings: Settings, store: Store, poll_ms: int = 2_000) -> MainWindow:
     """A main window over a session (used by ``run``, the tests and the screenshots)."""
+    # Loading the tokenizer's vocabulary and building its encoder holds the GIL for
+    # 0.1-0.4 s: done here, before the window shows, or the first counts (the budget, a
+    # file read) would stall the UI thread from a worker. Once per process.
+    tokens.encoding()
     return MainWindow(Session(settings, store), poll_ms=poll_ms)
 
 
@@ -100,10 +104,7 @@ def _run(app: QApplication, paths: list[Path]) -> int:
         QMessageBox.warning(None, "Longdoc", f"{exc}\n\nLongdoc starts with default settings.")
         settings = Settings()
     store = Store(db_path())
-    # Loading the tokenizer's vocabulary holds the GIL for ~0.3 s: do it before the window
-    # shows, or the first budget count would stall the UI thread from a worker.
-    tokens.encoding()
-    window = create_window(settings, store)
+    window = create_window(settings, store)  # builds the tokenizer first
     guard.files_received.connect(window.receive_paths)
     window.show()
     if paths:

@@ -176,6 +176,8 @@ class AskPanel(QWidget):
         self.document = doc
         self.quote_checks.reset()
         self.threads.set(None)
+        if self.thread_view.turns:  # the earlier turns of the document shown before go
+            self.conversation.show_turns([])
         self.answer_view.set_pages(doc.pages if doc is not None else [])
         self.questions.reset(doc)
         self.answer_view.reset()

@@ -15,6 +15,7 @@ from typing import Any
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import (
     QLabel,
+    QListView,
     QListWidget,
     QListWidgetItem,
     QPushButton,
@@ -54,7 +55,7 @@ def change_line(n: int, change: Change) -> str:
             [*(f"−{w}" for w in change.deleted[:2]), *(f"+{w}" for w in change.inserted[:2])]
         )
     else:
-        words = (change.new_text or change.old_text)[:70]
+        words = short(change.new_text or change.old_text, 70)  # the tooltip has it whole
     return f"{n}. {MARKS[change.kind]} {change.kind.value}  {where(change)}\n    {words}"
 
 
@@ -90,6 +91,11 @@ class CompareWindow(QWidget):
         self.status_label.setObjectName("compareStatusLabel")
         self.change_list = QListWidget()
         self.change_list.setObjectName("changeList")
+        # Each change wrapped at the list's width, not a sideways scroll bar that hid the
+        # ends of the longer ones (the words that changed).
+        self.change_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.change_list.setResizeMode(QListView.ResizeMode.Adjust)
+        self.change_list.setWordWrap(True)
         self.change_list.currentRowChanged.connect(self._on_change_list_current_row_changed)
         self.explanation = CitedAnswer(self.open_citation, "explanationView", "compareQuotesLabel")
         self.explanation_view, self.quotes_label = self.explanation.browser, self.explanation.label

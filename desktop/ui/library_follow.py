@@ -3,11 +3,17 @@ batch into the same data directory, shows in the open window within about a seco
 
 A cheap timer starts one background check at a time (``desktop.library.LibraryChanges``:
 SQLite's ``data_version``, one pragma); the store is never queried on the UI thread.
+
+Each check is numbered when it starts, and the listing a check hands on says which check
+read it (``listed_by``): a document known to be stored before check N started and absent
+from N's listing was removed (by another process or this one), whereas an older listing may
+simply predate it.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
@@ -30,6 +36,8 @@ class LibraryFollower(QObject):
         self.changes = changes
         self._task: tasks.Task[list[DocumentSummary] | None] | None = None
         self._local = False  # this process changed the documents: list them next time
+        self.started = 0  # checks started so far (the number of the latest)
+        self.listed_by = 0  # the check whose listing ``changed`` carries (while emitted)
         self._timer = QTimer(self)
         self._timer.setInterval(interval_ms)
         self._timer.timeout.connect(self.check)
@@ -43,8 +51,11 @@ class LibraryFollower(QObject):
         self._timer.stop()
 
     def local_change(self) -> None:
-        """This process stored documents by another way than the library panel (a batch
-        run in the app): the next check lists them (coalesced, at most once a check)."""
+        """This process stored or removed documents (a file read, Remove, a batch run in
+        the app): the next check lists them and hands the listing on (coalesced, at most
+        once a check). ``data_version`` does not count this process's own writes, so
+        without this the next look would compare with a listing from before them, and a
+        document read here, then removed by ``longdoc remove``, would look unchanged."""
         self._local = True
 
     def check(self) -> None:
@@ -54,14 +65,22 @@ class LibraryFollower(QObject):
             return
         force, self._local = self._local, False
         changes = self.changes
+        self.started += 1
+        number = self.started
+        # Forced: the listing whatever it is (``list_now``), as the model may differ from
+        # the last listing by this process's own changes.
+        job: Callable[[], list[DocumentSummary] | None] = (
+            changes.list_now if force else changes.check
+        )
         self._task = tasks.run_call(
-            lambda: changes.check(force),
+            job,
             receiver=self,
-            success=self._on_checked,
+            success=lambda documents: self._on_checked(number, documents),
             failure=lambda exc: log.info("library check failed: %s", exc),
             name="library check",
         )
 
-    def _on_checked(self, documents: list[DocumentSummary] | None) -> None:
+    def _on_checked(self, number: int, documents: list[DocumentSummary] | None) -> None:
         if documents is not None and self._timer.isActive():
+            self.listed_by = number
             self.changed.emit(documents)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -265,6 +265,16 @@ class LibraryModel(QAbstractTableModel):
                 [Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole],
             )
 
+    def lists(self, summaries: list[DocumentSummary]) -> bool:
+        """True when these are the documents shown now, in order: a listing that follows
+        this process's own change (a file read here) then needs no reset, which would
+        drop a selection of several rows. (A row read here has no ``opened_at``.)"""
+        mine = [r for r in self._rows if isinstance(r, DocumentSummary)]
+        return len(mine) == len(summaries) and all(
+            a == b or (a.sha256 == b.sha256 and replace(a, opened_at=b.opened_at) == b)
+            for a, b in zip(mine, summaries, strict=True)
+        )
+
     def set_documents(self, summaries: list[DocumentSummary]) -> None:
         """Replace the documents (status rows stay): one reset."""
         self.beginResetModel()
@@ -395,6 +405,8 @@ class LibraryPanel(QWidget):
     # library order).
     set_ask_requested = Signal(list)
     compare_requested = Signal(str, str)
+    # Remove here took a document out of the store: its sha256 and title as listed.
+    document_removed = Signal(str, str)
 
     def __init__(self, store: Store, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -564,6 +576,8 @@ class LibraryPanel(QWidget):
 
     def set_documents(self, summaries: list[DocumentSummary]) -> None:
         """Show these documents (keeping the selection and the rows of files being read)."""
+        if self.model.lists(summaries):
+            return
         selected = self.selected_sha()
         self.view.selectionModel().blockSignals(True)  # the same document stays selected
         self.model.set_documents(summaries)
@@ -683,13 +697,15 @@ class LibraryPanel(QWidget):
                 self.model.remove_status(row.path)
                 self._update_empty()
             return
-        sha = row.sha256
+        sha, title = row.sha256, _title(row)
         store = self.store
 
         def removed(_: None) -> None:
             self.model.remove_document(sha)
             self._update_empty()
             self.search_results.refresh()  # its hits are gone from the index too
+            self.follower.local_change()
+            self.document_removed.emit(sha, title)
 
         tasks.run_call(
             lambda: store.remove_document(sha), receiver=self, success=removed, name="remove"
@@ -728,5 +744,6 @@ class LibraryPanel(QWidget):
         # One row in, not the whole list again (that cost seconds at 2,000 documents).
         self.model.put_document(summary_of(doc))
         self._update_empty()
+        self.follower.local_change()  # the next check compares with a listing that has it
         if path == self._open_after:
             self.document_opened.emit(doc)

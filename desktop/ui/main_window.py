@@ -23,6 +23,7 @@ from desktop.documents.model import Document
 from desktop.errors import ConfigError
 from desktop.library import open_document
 from desktop.search import Hit
+from desktop.session import DocumentSummary
 from desktop.ui import messages, tasks
 from desktop.ui.ask_panel import AskPanel
 from desktop.ui.batch_window import BatchWindow
@@ -106,6 +107,10 @@ class MainWindow(QMainWindow):
         self.library.add_button.clicked.connect(self.open_files)
         self.library.document_selected.connect(self._on_library_document_selected)
         self.library.document_opened.connect(self._on_library_document_opened)
+        # The open document removed (here, or by another process): it closes.
+        self.library.document_removed.connect(self._on_library_document_removed)
+        self.library.follower.changed.connect(self._on_library_follower_changed)
+        self._opened_after_check = 0  # the library checks started before it was shown
         self.library.search_results.hit_activated.connect(self._on_search_hit_activated)
         # Several documents: "Ask about these N documents" and Compare (their own windows).
         self.several = SeveralDocuments(self)
@@ -280,10 +285,41 @@ class MainWindow(QMainWindow):
         """Show a document and ask about it."""
         self._show_first_run(False)
         self.document = doc
+        self._opened_after_check = self.library.follower.started
         self.setWindowTitle(f"{doc.title} — Longdoc")
         self.doc_view.show_document(doc)
         self.ask_panel.set_document(doc)
         self.ask_panel.question_edit.setFocus()
+
+    def close_document(self) -> None:
+        """No document open any more (it left the library): the viewer empty, the ask
+        panel with nothing to ask about (an answer running is stopped)."""
+        if self.ask_panel.busy:
+            self.ask_panel.stop()
+        self.document = None
+        self.setWindowTitle("Longdoc")
+        self.doc_view.clear()
+        self.ask_panel.set_document(None)
+
+    @Slot(str, str)
+    def _on_library_document_removed(self, sha: str, title: str) -> None:
+        if self.document is not None and self.document.sha256 == sha:
+            self.close_document()
+            messages.info(f"Removed “{title}” and its answers from the library.")
+
+    @Slot(list)
+    def _on_library_follower_changed(self, documents: list[DocumentSummary]) -> None:
+        """Another process changed the library: the open document closes if it is gone.
+        Only a listing read after it was shown says so (an older one may predate it)."""
+        doc = self.document
+        if doc is None or self.library.follower.listed_by <= self._opened_after_check:
+            return
+        if all(d.sha256 != doc.sha256 for d in documents):
+            title = doc.title or Path(doc.path).name
+            self.close_document()
+            messages.warning(
+                f"“{title}” was removed from the library by another Longdoc window or command."
+            )
 
     @Slot(object, object)
     def _on_ask_panel_citation_clicked(self, label: str | None, number: int | None) -> None:

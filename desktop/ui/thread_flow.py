@@ -40,6 +40,7 @@ class ThreadFlow(QObject):
         self._idle = idle  # no answer running, the window not closing
         self._shown = shown  # an answer was put in the answer view (check its quotes)
         self._set_pages = set_pages  # the pages box (its text), and a recount
+        self._opening = 0  # the latest open_at: an earlier one's thread arrives stale
 
     @property
     def current(self) -> Thread | None:
@@ -93,14 +94,32 @@ class ThreadFlow(QObject):
 
     def open_at(self, answer: StoredAnswer) -> None:
         """An answer picked from the history: its thread up to it, so the next question
-        follows up on what is shown (after later turns, the core starts a branch)."""
+        follows up on what is shown (after later turns, the core starts a branch).
+
+        The thread is looked up off the UI thread, and dropped if by then another answer,
+        document or question came."""
         thread = self.current
         if thread is not None and thread.turns and thread.turns[-1].id == answer.id:
             return
-        found = self.session.store.thread_with_answer(answer.id)  # one indexed query
-        if found is None:
-            return  # not a turn (stopped or failed): the conversation stays as it was
-        self.show(rules.up_to(found, answer.id))
+        doc = self._document()
+        store = self.session.store
+        self._opening += 1
+        opening = self._opening
+
+        def found(thread: Thread | None) -> None:
+            shown = self.answer_view.answer
+            still = shown is not None and shown.id == answer.id and self._document() is doc
+            if opening != self._opening or not still or not self._idle():
+                return  # stale: the user moved on meanwhile
+            if thread is not None:  # None: not a turn (stopped or failed): the thread stays
+                self.show(rules.up_to(thread, answer.id))
+
+        tasks.run_call(
+            lambda: store.thread_with_answer(answer.id),  # one indexed query
+            receiver=self,
+            success=found,
+            name="thread of an answer",
+        )
 
     def asking(self, thread: Thread | None) -> None:
         """A question was asked after ``thread``'s turns: they stay in view, the latest

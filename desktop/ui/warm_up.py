@@ -33,6 +33,13 @@ def doc_name(doc: Document) -> str:
     return doc.title or Path(doc.path).name
 
 
+def ready_line(doc: Document) -> str:
+    """The line once the server holds ``doc``: one full stop, even after a title that ends
+    with its own (a text file's first line: "...listed in the schedule..")."""
+    name = doc_name(doc)
+    return f"Ready for questions: the server holds {name}{'' if name.endswith('.') else '.'}"
+
+
 class WarmUp(QObject):
     """When to warm which pages, what the server holds, and the line that says so.
 
@@ -149,7 +156,7 @@ class WarmUp(QObject):
             return
         key = self._key(doc, pages)
         if key in self._warmed:
-            self._show(f"Ready for questions: the server holds {doc_name(doc)}.")
+            self._show(ready_line(doc))
             return
         cancel = threading.Event()
         self._cancel = cancel
@@ -161,7 +168,7 @@ class WarmUp(QObject):
         def done(_result: object) -> None:
             self._warmed.add(key)
             if self._document() is doc and self._askable():
-                self._show(f"Ready for questions: the server holds {doc_name(doc)}.")
+                self._show(ready_line(doc))
 
         def failed(exc: BaseException) -> None:
             if not isinstance(exc, Cancelled):

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from PySide6.QtWidgets import QWidget
 
 import desktop.ui  # noqa: F401  (applies the PySide6 6.12.0 workaround before Qt runs)
 from desktop.config import Settings, save_settings
@@ -100,6 +101,14 @@ def open_as_text(window: MainWindow, qtbot: object, path: Path) -> str:
     open_document(window, qtbot, path)
     assert window.doc_view.mode == "text"
     return window.doc_view.text_view.toPlainText()
+
+
+def activate(window: QWidget, qtbot: object) -> None:
+    """Make ``window`` the active window and wait until it is. A window shortcut (Esc to
+    stop, Ctrl+N) reaches only the active window: offscreen a shown window is active at
+    once, on a real display only once the X server has given it the focus."""
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow, timeout=5_000)  # type: ignore[attr-defined]
 
 
 def wait_ready(window: MainWindow, qtbot: object) -> None:

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
+import pytest
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
+from desktop.answering.threads import Thread
 from desktop.config import Settings, save_settings
 from desktop.store.db import Store, StoredAnswer
+from desktop.ui import tasks
 from desktop.ui.main_window import MainWindow
 from tests.conftest import API_KEY
-from tests.gui.conftest import FOUR_PAGES, ask, open_document, wait_ready
+from tests.gui.conftest import FOUR_PAGES, activate, ask, open_document, wait_ready
 from tests.support.sglang_server import FakeSGLang
 
 
@@ -88,7 +92,8 @@ def test_follow_up_shows_the_conversation_and_new_thread_starts_afresh(
     assert fresh is not None and [t.id for t in fresh.turns] == [third.id]
     assert not panel.thread_view.isVisible()
 
-    # The shortcut does the same.
+    # The shortcut does the same (a window shortcut: the window must be the active one).
+    activate(window, qtbot)
     panel.question_edit.setFocus()
     qtbot.keyClick(panel.question_edit, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
     qtbot.waitUntil(lambda: panel.current_thread is None)
@@ -195,8 +200,57 @@ def test_an_answer_picked_from_the_history_is_followed_up(
     qtbot.mouseClick(panel.history_list.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
     assert isinstance(first, StoredAnswer)
     assert panel.answer_view.question_label.text() == "What is this document about?"
+    # Its thread is looked up off the UI thread.
+    qtbot.waitUntil(
+        lambda: panel.current_thread is not None and panel.current_thread.turns[-1].id == first.id
+    )
     assert panel.current_thread is not None
     assert [t.id for t in panel.current_thread.turns] == [first.id]
     assert not panel.thread_view.isVisible()
     ask(window, qtbot, "Say more.")
     assert user_questions(sglang) == ["What is this document about?", "Say more."]
+
+
+def test_a_picked_answer_s_thread_is_looked_up_off_the_ui_thread_and_a_stale_one_dropped(
+    qtbot: QtBot, window: MainWindow, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: picking an answer from the history queried its thread on the UI thread.
+    Now a worker does, and a lookup overtaken by a later pick is dropped."""
+    panel = window.ask_panel
+    first, second = two_turns(window, qtbot)
+    assert isinstance(first, StoredAnswer) and isinstance(second, StoredAnswer)
+    qtbot.mouseClick(panel.new_thread_button, Qt.MouseButton.LeftButton)
+    ask(window, qtbot, "Who wrote it?")
+    qtbot.waitUntil(lambda: panel.history_list.count() == 3)
+    on_ui_thread: list[bool] = []
+    gate = threading.Event()
+    lookup = store.thread_with_answer
+
+    def slow_lookup(answer_id: int) -> Thread | None:
+        on_ui_thread.append(threading.current_thread() is threading.main_thread())
+        if answer_id == first.id:
+            gate.wait(5)  # the first pick's lookup ends after the second pick's
+        return lookup(answer_id)
+
+    monkeypatch.setattr(store, "thread_with_answer", slow_lookup)
+    lookups: list[tasks.Task[Any]] = []
+    run_call = tasks.run_call
+
+    def recorded(job: Any, **kwargs: Any) -> tasks.Task[Any]:
+        task = run_call(job, **kwargs)
+        if kwargs.get("name") == "thread of an answer":
+            lookups.append(task)
+        return task
+
+    monkeypatch.setattr(tasks, "run_call", recorded)
+    panel.open_answer(first)
+    panel.open_answer(second)  # the user picked again before the first lookup ended
+    qtbot.waitUntil(
+        lambda: panel.current_thread is not None and panel.current_thread.turns[-1].id == second.id
+    )
+    gate.set()
+    qtbot.waitUntil(lambda: len(lookups) == 2 and all(t.done for t in lookups))
+    assert on_ui_thread == [False, False]
+    assert panel.answer_view.question_label.text() == SECOND
+    assert panel.current_thread is not None
+    assert [t.id for t in panel.current_thread.turns] == [first.id, second.id]

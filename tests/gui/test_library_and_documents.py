@@ -16,7 +16,7 @@ from pytestqt.qtbot import QtBot
 from desktop.answering.budget import ContextLimits
 from desktop.config import Settings, config_path, setting_sources
 from desktop.documents.model import Document
-from desktop.store.db import DocumentSummary
+from desktop.store.db import DocumentSummary, Store
 from desktop.ui import tasks
 from desktop.ui.document_view import DocumentView
 from desktop.ui.main_window import MainWindow
@@ -188,9 +188,14 @@ def test_the_opened_document_is_selected_and_named_and_adding_files_does_not_jum
     assert new is not None
     assert library.selected_sha() == new.sha256
     assert panel.target_label.text() == f"Asking about: {new.title} — its 1 page"
-    # Listing the library again keeps the new document selected and shown.
+    # A listing that changes the rows (another order: one reset) keeps the new document
+    # selected and shown. (A listing of the rows as shown changes nothing: no reset.)
+    listed = window.session.store.list_documents()
+    assert len(listed) == 3
+    with qtbot.assertNotEmitted(library.model.modelReset):
+        library.set_documents(listed)
     with qtbot.waitSignal(library.model.modelReset, timeout=10_000):
-        library.refresh()
+        library.set_documents(listed[::-1])
     assert library.selected_sha() == new.sha256
     assert window.document is new
 
@@ -218,8 +223,11 @@ def summaries(n: int) -> list[DocumentSummary]:
 def test_a_large_library_changes_in_one_batch(qtbot: QtBot, window: MainWindow) -> None:
     library = window.library
     model = library.model
-    # The window lists the (empty) store as it opens: let that land first.
+    # The window lists the (empty) store as it opens: let that land first. The rows below
+    # are not in the store: no listing of it may replace them (the follower lists the
+    # store after a file read here).
     qtbot.waitUntil(lambda: all(t.name != "list documents" for t in tasks.running_tasks()))
+    library.follower.stop()
     library.set_documents(summaries(2_000))
     assert model.rowCount() == 2_000
     changes: list[tuple[int, int]] = []
@@ -345,6 +353,74 @@ def test_the_library_follows_cli_ingest_and_remove(
     assert removed.returncode == 0, removed.stderr
     qtbot.waitUntil(lambda: len(library.row_texts()) == 1, timeout=10_000)
     assert window.document is not None  # the open document stays open
+
+
+def _closed(window: MainWindow) -> bool:
+    """Nothing open: no document in the window, the viewer or the ask panel."""
+    panel = window.ask_panel
+    return window.document is None and window.doc_view.mode == "empty" and panel.document is None
+
+
+def test_the_open_document_closes_when_longdoc_remove_takes_it(
+    qtbot: QtBot, window: MainWindow, home: Path, store: Store
+) -> None:
+    """Regression: ``longdoc remove`` of the open document took its library row but left it
+    open in the viewer and the ask panel, so a question would be stored about a document
+    no longer in the library. It closes (its thread too) and the status bar says why."""
+    from tests.support.cli import longdoc
+
+    open_document(window, qtbot, FOUR_PAGES)  # read by this process: not in the last listing
+    wait_ready(window, qtbot)
+    panel = window.ask_panel
+    ask(window, qtbot, "What is this document about?")
+    ask(window, qtbot, "Which page says so?")
+    qtbot.waitUntil(lambda: panel.thread_view.isVisible())
+    assert window.document is not None
+    title = window.document.title
+    removed = longdoc("remove", str(FOUR_PAGES), home=home)
+    assert removed.returncode == 0, removed.stderr
+    qtbot.waitUntil(lambda: _closed(window), timeout=10_000)
+    assert window.library.row_texts() == []
+    assert panel.current_thread is None and not panel.thread_view.isVisible()
+    assert panel.answer_view.answer is None and panel.history == []
+    assert not panel.ask_button.isEnabled()
+    assert window.windowTitle() == "Longdoc"
+    assert window.message_label.text() == (
+        f"“{title}” was removed from the library by another Longdoc window or command."
+    )
+    panel.question_edit.setPlainText("And now?")
+    assert not panel.ask()
+    assert store.list_documents() == []
+
+
+def test_the_open_document_closes_when_removed_here(qtbot: QtBot, window: MainWindow) -> None:
+    """The app's own Remove of the open document closes it too, and says so."""
+    open_document(window, qtbot, FOUR_PAGES)
+    assert window.document is not None
+    title = window.document.title
+    assert window.library.selected_sha() == window.document.sha256
+    window.library.remove_selected()
+    qtbot.waitUntil(lambda: _closed(window), timeout=10_000)
+    assert window.message_label.text() == f"Removed “{title}” and its answers from the library."
+    assert window.library.row_texts() == []
+
+
+def test_a_document_read_here_stays_open_while_another_process_changes_the_library(
+    qtbot: QtBot, window: MainWindow, home: Path
+) -> None:
+    """The listings that follow other processes (and this one's own reads) never close a
+    document still in the library."""
+    from tests.support.cli import longdoc
+
+    open_document(window, qtbot, FOUR_PAGES)
+    follower = window.library.follower
+    checked = follower.started
+    qtbot.waitUntil(lambda: follower.started > checked + 1, timeout=10_000)
+    ingested = longdoc("ingest", str(WITH_IMAGE), home=home)
+    assert ingested.returncode == 0, ingested.stderr
+    qtbot.waitUntil(lambda: len(window.library.row_texts()) == 2, timeout=10_000)
+    assert window.document is not None and Path(window.document.path) == FOUR_PAGES.absolute()
+    assert window.doc_view.mode != "empty"
 
 
 def test_a_scan_opened_before_the_server_answers_is_refused_once_it_reads_no_images(

@@ -113,6 +113,14 @@ def test_compare_window_end_to_end(
     assert isinstance(compare, CompareWindow)
     qtbot.waitUntil(lambda: compare.change_list.count() == 4, timeout=30_000)
     assert compare.status_label.text() == "4 changes"
+    # Each change wraps at the list's width: no sideways scrolling to read one.
+    changes = compare.change_list
+
+    def widest() -> int:
+        return max(changes.visualItemRect(changes.item(r)).right() for r in range(4))
+
+    qtbot.waitUntil(lambda: 0 < widest() < changes.viewport().width())
+    assert changes.horizontalScrollBar().maximum() == 0
     # The explanation: one chat request with both versions whole and the change list.
     qtbot.waitUntil(lambda: compare.quotes_label.text() != "", timeout=30_000)
     [chat] = [r.body for r in sglang.requests if r.path.endswith("/chat/completions")]

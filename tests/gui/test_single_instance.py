@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtNetwork import QLocalServer
+from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
 from desktop.config import data_dir
@@ -85,8 +86,11 @@ def test_a_second_start_sends_its_file_to_the_open_window_and_exits(
 
 
 def test_a_first_start_removes_nothing_and_says_nothing_about_it(
-    home: Path, caplog: pytest.LogCaptureFixture
+    qapp: QApplication, home: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    # ``qapp``: the guard's QLocalServer needs the application's event dispatcher, as in
+    # the app (where the QApplication comes first). Without it this test passed only after
+    # a test that had made one, and alone Qt warned "event dispatcher ... destroyed".
     # The first start, then the next: closed cleanly, it is a first start again.
     for _start in range(2):
         guard = InstanceGuard(server_name(data_dir()))

@@ -11,7 +11,7 @@ from pytestqt.qtbot import QtBot
 from desktop.errors import Cancelled
 from desktop.store.db import Store
 from desktop.ui.main_window import MainWindow
-from tests.gui.conftest import FOUR_PAGES, open_document, wait_ready
+from tests.gui.conftest import FOUR_PAGES, activate, open_document, wait_ready
 from tests.support.sglang_server import FakeSGLang
 
 REPEATS = 4
@@ -101,6 +101,7 @@ def test_escape_stops_during_reasoning_and_a_new_question_streams_normally(
     panel = window.ask_panel
     sglang.behaviour.update(stall_after=3, reasoning_tokens=40)
     panel.question_edit.setPlainText("Will this hang?")
+    activate(window, qtbot)  # Esc is a window shortcut: it reaches the active window only
     panel.question_edit.setFocus()
     with qtbot.waitSignal(panel.answer_finished, timeout=20_000):
         qtbot.keyClick(panel.question_edit, Qt.Key.Key_Return)

@@ -7,6 +7,7 @@ import threading
 import weakref
 from typing import Any
 
+import pytest
 import shiboken6
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QWidget
@@ -134,3 +135,31 @@ def test_closing_the_window_while_the_budget_is_counted_is_harmless(
     # Delivering the budget to the deleted bar raised in the slot (pytest-qt fails the
     # test on an exception in a Qt callback); now it is dropped.
     qtbot.waitUntil(lambda: task.done, timeout=20_000)
+
+
+def test_the_window_factory_builds_the_tokenizer_before_the_window_shows(
+    qtbot: QtBot, store: Store, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: a window made through ``create_window`` but not ``app.run`` (the tests,
+    the screenshots, the benches) left the tokenizer to the first count in a worker, which
+    holds the GIL for 0.1-0.4 s while it builds it: a stall of the UI thread."""
+    from desktop.documents import tokens
+
+    monkeypatch.setattr(tokens, "_encoding", None)  # as in a process that never counted
+    built_on: list[bool] = []
+    build = tokens._new_encoding
+
+    def spied(ranks: dict[bytes, int]) -> Any:
+        built_on.append(threading.current_thread() is threading.main_thread())
+        return build(ranks)
+
+    monkeypatch.setattr(tokens, "_new_encoding", spied)
+    window = create_window(settings, store, poll_ms=150)
+    try:
+        assert tokens.is_built()
+        assert built_on == [True]
+    finally:
+        window.close()
+        # Deleted now, on the UI thread: left to Python's garbage collector, a window is
+        # destroyed during whatever test runs then (a segfault, seen once).
+        shiboken6.delete(window)

@@ -104,3 +104,14 @@ def test_a_question_or_another_document_cancels_the_warm_up(
     qtbot.waitUntil(lambda: not panel.warming, timeout=10_000)
     qtbot.waitUntil(lambda: len(sglang.aborted_rids) >= 2, timeout=10_000)
     assert questions(sglang) == 1
+
+
+def test_the_ready_line_ends_with_one_full_stop() -> None:
+    """Regression: a title ending with a full stop (a text file's first line) read
+    "...the server holds 1. Scope. The Supplier ... in the schedule.." in the screenshots."""
+    from desktop.ui.warm_up import ready_line
+    from tests.conftest import make_document
+
+    doc = make_document([("1", "text")], title="1. Scope. Widgets as listed in the schedule.")
+    assert ready_line(doc).endswith("in the schedule.") and not ready_line(doc).endswith("..")
+    assert ready_line(make_document([("1", "text")], title="A title")).endswith("A title.")
