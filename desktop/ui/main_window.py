@@ -16,14 +16,11 @@ from PySide6.QtWidgets import (
     QToolButton,
 )
 
-from desktop.answers import StoredAnswer
 from desktop.config import Settings, load_settings, setting_sources
 from desktop.documents import SUPPORTED_SUFFIXES
 from desktop.documents.model import Document
 from desktop.errors import ConfigError
 from desktop.library import open_document
-from desktop.search import Hit
-from desktop.session import DocumentSummary
 from desktop.ui import messages, tasks
 from desktop.ui.ask_panel import AskPanel
 from desktop.ui.batch_window import BatchWindow
@@ -33,12 +30,12 @@ from desktop.ui.first_run import FirstRunView
 from desktop.ui.help import ShortcutsDialog
 from desktop.ui.library_panel import LibraryPanel
 from desktop.ui.message_line import INFO_TIMEOUT_MS, MESSAGE_LOG_SIZE, MessageLine, MessagesDialog
-from desktop.ui.search_results import first_match
 from desktop.ui.server_panel import ServerIndicator, ServerMonitor, ServerPanel
 from desktop.ui.session import Session
 from desktop.ui.settings_dialog import SettingsDialog
 from desktop.ui.several_documents import SeveralDocuments
 from desktop.ui.window_layout import LIBRARY_SHARE, SQUEEZED, PaneLayout, ui_settings
+from desktop.ui.window_library import LibraryLink
 from desktop.ui.window_menus import WindowMenus
 from desktop.ui.window_server import ServerLink
 
@@ -107,11 +104,8 @@ class MainWindow(QMainWindow):
         self.library.add_button.clicked.connect(self.open_files)
         self.library.document_selected.connect(self._on_library_document_selected)
         self.library.document_opened.connect(self._on_library_document_opened)
-        # The open document removed (here, or by another process): it closes.
-        self.library.document_removed.connect(self._on_library_document_removed)
-        self.library.follower.changed.connect(self._on_library_follower_changed)
-        self._opened_after_check = 0  # the library checks started before it was shown
-        self.library.search_results.hit_activated.connect(self._on_search_hit_activated)
+        # Search hits open; the open document closes when it leaves the library.
+        self.library_link = LibraryLink(self)
         # Several documents: "Ask about these N documents" and Compare (their own windows).
         self.several = SeveralDocuments(self)
         self.library.set_ask_requested.connect(self.several.ask_about)
@@ -251,41 +245,11 @@ class MainWindow(QMainWindow):
         self.show_document(doc)
         self.library.select(doc.sha256)
 
-    @Slot(object)
-    def _on_search_hit_activated(self, hit: Hit) -> None:
-        """A search hit: its page with the match highlighted, or its answer and thread."""
-        if hit.answer_id is not None and len(hit.documents) > 1:  # about a set: its window
-            self.several.open_answer([d.sha256 for d in hit.documents], hit.answer_id)
-            return
-        store = self.session.store
-        sha, answer_id = hit.document.sha256, hit.answer_id
-
-        def load() -> tuple[Document | None, StoredAnswer | None]:
-            answer = store.get_answer(answer_id) if answer_id is not None else None
-            return store.load_document(sha), answer
-
-        def loaded(found: tuple[Document | None, StoredAnswer | None]) -> None:
-            doc, answer = found
-            if doc is None:
-                messages.warning("That document is no longer in the library.")
-                self.library.refresh()
-                return
-            self.show_document(doc)
-            self.library.select(doc.sha256)
-            if hit.page is not None and not self.doc_view.show_quote(
-                hit.page, first_match(hit.snippet)
-            ):
-                self.doc_view.go_to_page(hit.page)
-            if answer is not None:
-                self.ask_panel.open_answer(answer)
-
-        tasks.run_call(load, receiver=self, success=loaded, name="open search hit")
-
     def show_document(self, doc: Document) -> None:
         """Show a document and ask about it."""
         self._show_first_run(False)
         self.document = doc
-        self._opened_after_check = self.library.follower.started
+        self.library_link.shown()
         self.setWindowTitle(f"{doc.title} — Longdoc")
         self.doc_view.show_document(doc)
         self.ask_panel.set_document(doc)
@@ -300,26 +264,6 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Longdoc")
         self.doc_view.clear()
         self.ask_panel.set_document(None)
-
-    @Slot(str, str)
-    def _on_library_document_removed(self, sha: str, title: str) -> None:
-        if self.document is not None and self.document.sha256 == sha:
-            self.close_document()
-            messages.info(f"Removed “{title}” and its answers from the library.")
-
-    @Slot(list)
-    def _on_library_follower_changed(self, documents: list[DocumentSummary]) -> None:
-        """Another process changed the library: the open document closes if it is gone.
-        Only a listing read after it was shown says so (an older one may predate it)."""
-        doc = self.document
-        if doc is None or self.library.follower.listed_by <= self._opened_after_check:
-            return
-        if all(d.sha256 != doc.sha256 for d in documents):
-            title = doc.title or Path(doc.path).name
-            self.close_document()
-            messages.warning(
-                f"“{title}” was removed from the library by another Longdoc window or command."
-            )
 
     @Slot(object, object)
     def _on_ask_panel_citation_clicked(self, label: str | None, number: int | None) -> None:
