@@ -74,6 +74,12 @@ class Session:
         self.store = store
         self._lock = threading.Lock()
         self._answerer: Answerer | None = None
+        # Answerers replaced (new settings, another endpoint) while a worker may still be
+        # using one: closing its HTTP pool then could close it under a request, or let a
+        # request that had just started open a connection nothing closes (a socket left
+        # open, seen as a ResourceWarning). They are closed with the session, after the
+        # window has waited for its workers.
+        self._retired: list[Answerer] = []
         self._rates: list[float] = []
         self._reads_images: bool | None = None  # the current server's model; None: unknown
 
@@ -81,17 +87,22 @@ class Session:
         """New settings: drop the answerer so the next question uses the new endpoint."""
         with self._lock:
             self.settings = settings
-            old, self._answerer = self._answerer, None
+            self._retire(self._answerer)
+            self._answerer = None
             self._reads_images = None
-        if old is not None:
-            old.close()
 
     def close(self) -> None:
         """Release the answerer's connections (the window is closing)."""
         with self._lock:
-            old, self._answerer = self._answerer, None
-        if old is not None:
-            old.close()
+            self._retire(self._answerer)
+            old, self._answerer, self._retired = self._retired, None, []
+        for answerer in old:
+            answerer.close()
+
+    def _retire(self, answerer: Answerer | None) -> None:
+        """Keep a replaced answerer until ``close`` (under the lock)."""
+        if answerer is not None:
+            self._retired.append(answerer)
 
     def answerer(self) -> Answerer:
         """The answerer for the configured or managed endpoint (blocking: reads state)."""
@@ -101,8 +112,7 @@ class Session:
             if current is not None and current.endpoint == endpoint:
                 return current
             self._answerer = Answerer(self.store, endpoint, self.settings)
-            if current is not None:
-                current.close()
+            self._retire(current)
             return self._answerer
 
     def _managed(self) -> Connection | None:
