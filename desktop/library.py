@@ -23,7 +23,6 @@ from desktop.documents.ingest import (
 )
 from desktop.documents.model import Document
 from desktop.errors import DocumentError, StorageError
-from desktop.store import writer as background_writer
 from desktop.store.db import DocumentSummary, Store
 from desktop.store.writer import DocumentWriter, WriterGone
 
@@ -88,33 +87,27 @@ def open_documents(
     documents it was handed.
     """
     files = sum(not isinstance(item, DocumentError) for item in items)
-    saver = _Saver(store, files >= WRITER_MIN_FILES and background_writer.available())
+    saver = _Saver(store, files >= WRITER_MIN_FILES)
     try:
         for item in items:
-            if isinstance(item, DocumentError):
-                yield from saver.drain()
-                yield item
-                continue
             try:
+                if isinstance(item, DocumentError):
+                    raise item
                 source = read(item)
+                if saver.holds(source.sha256):  # a copy of a file not written yet
+                    yield from saver.drain()
+                stored = _stored(item, source.sha256, store)
+                # Extracted while the writer writes the one before.
+                doc = stored if stored is not None else extract_source(source)
             except DocumentError as exc:
                 yield from saver.drain()
                 yield exc
                 continue
-            if saver.holds(source.sha256):  # a copy of a file not written yet
+            if stored is None:
+                yield from saver.put(item, doc)
+            else:
                 yield from saver.drain()
-            stored = _stored(item, source.sha256, store)
-            if stored is not None:
-                yield from saver.drain()
-                yield Opened(item, stored, reused=True)
-                continue
-            try:
-                doc = extract_source(source)  # while the writer writes the one before
-            except DocumentError as exc:
-                yield from saver.drain()
-                yield exc
-                continue
-            yield from saver.put(item, doc)
+                yield Opened(item, doc, reused=True)
         yield from saver.drain()
     finally:
         saver.close()

@@ -48,11 +48,6 @@ class WriterGone(Exception):
     """The writing process could not take or confirm a document: write it in-process."""
 
 
-def available() -> bool:
-    """False in the one-folder build, whose executable is not a Python to run ``-c`` with."""
-    return not getattr(sys, "frozen", False) and bool(sys.executable)
-
-
 class DocumentWriter:
     """A child process that saves documents to the store at ``db_path``, in order.
 
@@ -61,6 +56,9 @@ class DocumentWriter:
     """
 
     def __init__(self, db_path: Path) -> None:
+        if getattr(sys, "frozen", False) or not sys.executable:
+            # The one-folder build: its executable is not a Python to run ``-c`` with.
+            raise WriterGone("no Python to run the writing process with")
         # Here, not at the top: ~20 ms of imports that `longdoc ingest` of a stored file,
         # or `search --document`, should not pay.
         import subprocess
