@@ -191,7 +191,7 @@ def _words_or_plain_words(
 def _readable(conn: sqlite3.Connection, kind: str, query: str) -> bool:
     """Whether FTS5 reads ``query`` (parsed, looked up for rowid 0: no row; well under a
     millisecond)."""
-    index = "pages_fts" if kind == "page" else "answers_fts"
+    index = fts.word_index(kind)
     try:
         conn.execute(
             f"SELECT 1 FROM {index} WHERE {index} MATCH ? AND rowid = 0", [query]
@@ -207,7 +207,7 @@ def _word_hits(
     conn: sqlite3.Connection, kind: str, match: str, document: str | None, limit: int
 ) -> list[Hit]:
     """Ranked hits from the word index of ``kind``."""
-    index = "pages_fts" if kind == "page" else "answers_fts"
+    index = fts.word_index(kind)
     column = 0 if kind == "page" else -1
     where, args = _document_filter(kind, document)
     # The FTS query alone, ordered by rank: FTS5 then builds snippets for the rows returned

@@ -12,6 +12,8 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any, Literal
 
+from desktop.store import fts
+
 # German is written with umlauts and ß, or without them: "über"/"ueber", "Straße"/"Strasse"
 # (Swiss German never writes ß), "München"/"Muenchen". The index folds ä, ö, ü to a, o, u
 # and keeps ß (the index holds "uber", "straße", "strasse"), so each spelling finds only
@@ -298,7 +300,7 @@ def attester(conn: sqlite3.Connection, kind: str) -> Attested:
     folded form, at most CHECK_ROWS of them, are searched for the umlaut spelling itself.
     Stored text is NFC (``desktop.documents.tokens.normalize``), so instr finds it.
     """
-    index = "pages_fts" if kind == "page" else "answers_fts"
+    index = fts.word_index(kind)
     source, key = ("pages", "rowid") if kind == "page" else ("answers", "id")
     body = "text" if kind == "page" else "question || ' ' || answer"
     known: dict[tuple[str, bool], bool] = {}

@@ -47,6 +47,11 @@ def _cjk() -> re.Pattern[str]:
     return re.compile(f"[{CJK_RANGES}]")
 
 
+def word_index(kind: str) -> str:
+    """The word (unicode61) index of ``kind`` ("page" or "answer")."""
+    return "pages_fts" if kind == "page" else "answers_fts"
+
+
 def has_cjk(text: str | None) -> bool:
     """True when ``text`` holds a CJK character (~25 µs for 4,000 characters)."""
     if text is None or text.isascii():
