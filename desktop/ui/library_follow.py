@@ -36,6 +36,7 @@ class LibraryFollower(QObject):
         self.changes = changes
         self._task: tasks.Task[list[DocumentSummary] | None] | None = None
         self._local = False  # this process changed the documents: list them next time
+        self._local_after = 0  # checks started up to this one read before such a change
         self.started = 0  # checks started so far (the number of the latest)
         self.listed_by = 0  # the check whose listing ``changed`` carries (while emitted)
         self._timer = QTimer(self)
@@ -55,8 +56,11 @@ class LibraryFollower(QObject):
         the app): the next check lists them and hands the listing on (coalesced, at most
         once a check). ``data_version`` does not count this process's own writes, so
         without this the next look would compare with a listing from before them, and a
-        document read here, then removed by ``longdoc remove``, would look unchanged."""
+        document read here, then removed by ``longdoc remove``, would look unchanged.
+        A check already running may have read the store before the change: its listing
+        is dropped (it would take the new rows away until the next one)."""
         self._local = True
+        self._local_after = self.started
 
     def check(self) -> None:
         """One check in the background, unless the last one is still running (a long
@@ -81,6 +85,8 @@ class LibraryFollower(QObject):
         )
 
     def _on_checked(self, number: int, documents: list[DocumentSummary] | None) -> None:
+        if number <= self._local_after:  # read before a change made here: the next lists
+            return
         if documents is not None and self._timer.isActive():
             self.listed_by = number
             self.changed.emit(documents)

@@ -69,3 +69,42 @@ def test_added_files_are_read_while_the_one_before_is_written(
     qtbot.waitUntil(lambda: window.document is not None and window.document.title == "Note 3.")
     assert not lib.ingesting
     assert lib.progress_label.text() == ""
+
+
+class _SlowChanges:
+    """LibraryChanges whose listing is read when ``read`` is set and handed on later."""
+
+    def __init__(self, listings: list[list[str]]) -> None:
+        self.listings = listings
+        self.release = threading.Event()
+
+    def check(self) -> list[str]:
+        self.release.wait(30)
+        return self.listings.pop(0)
+
+    list_now = check
+
+
+def test_a_listing_read_before_a_document_was_added_here_is_dropped(qtbot: QtBot) -> None:
+    """A check reads the store, a file read here comes in, then the check's (older)
+    listing arrives: shown, it would take the new row away for a second. It is dropped,
+    and the next check (forced) hands on a listing that has it."""
+    from PySide6.QtCore import QObject
+
+    from desktop.ui.library_follow import LibraryFollower
+
+    owner = QObject()
+    changes = _SlowChanges([["old"], ["old", "new"]])
+    follower = LibraryFollower(changes, owner, interval_ms=60_000)  # type: ignore[arg-type]
+    follower.start()
+    seen: list[list[str]] = []
+    follower.changed.connect(seen.append)
+    follower.check()  # reads before "new" is stored
+    follower.local_change()  # "new" is read here and shown
+    changes.release.set()
+    qtbot.waitUntil(lambda: follower._task is not None and follower._task.done)
+    assert seen == []
+    follower.check()
+    qtbot.waitUntil(lambda: seen != [])
+    assert seen == [["old", "new"]]
+    follower.stop()
